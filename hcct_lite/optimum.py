@@ -1,0 +1,102 @@
+"""The exact optimum of the paper's problem P1, for small federations.
+
+P1 maximises the summed client utility over every partition of the clients (there are
+B_N of them, the Bell number). For N <= 10 this module finds the optimum exactly, so the
+greedy merge of :func:`hcct_lite.partition.client_partition` can be compared with it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .partition import ZERO_GROUP_RTOL, Partition, _Context, _make_partition
+from .updates import gram_matrix, validate_alpha, validate_sizes
+
+__all__ = ["optimal_partition", "subset_utilities", "MAX_CLIENTS"]
+
+MAX_CLIENTS = 10
+
+
+def subset_utilities(gram: np.ndarray, sizes: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """Summed utility of every possible group, from the Gram matrix.
+
+    Parameters
+    ----------
+    gram : (N, N) float64 Gram matrix of the updates
+    sizes, alpha : (N,) float64
+
+    Returns
+    -------
+    numpy.ndarray (2**N,)
+        Entry ``mask`` is the summed utility of the group whose members are the set bits
+        of ``mask`` (entry 0, the empty group, is 0).
+    """
+    n = sizes.shape[0]
+    masks = (np.arange(1 << n)[:, None] >> np.arange(n)[None, :]) & 1  # (2^N, N)
+    weights = masks * sizes  # D_j for members, 0 otherwise
+    c = weights @ gram  # c[S, i] = <g_i, sum_{j in S} D_j g_j>
+    q = np.einsum("si,si->s", weights, c)
+    norms = np.sqrt(np.diag(gram))
+    scale = weights @ norms
+    y = (masks * c / norms).sum(axis=1)
+    safe = q > (ZERO_GROUP_RTOL * scale) ** 2
+    cos_sum = np.where(safe, y / np.sqrt(np.where(safe, q, 1.0)), 0.0)
+    d_group = weights.sum(axis=1)
+    util = np.zeros(1 << n)
+    nonempty = d_group > 0
+    util[nonempty] = -(masks @ alpha)[nonempty] / d_group[nonempty] + cos_sum[nonempty]
+    singles = 1 << np.arange(n)
+    util[singles] = 1.0 - alpha / sizes  # a singleton's cosine is exactly 1
+    return util
+
+
+def optimal_partition(updates, sizes, alpha=1.0) -> Partition:
+    """Return the partition with the largest total utility (problem P1), exactly.
+
+    Every set partition of the N <= 10 clients is considered: dynamic programming over
+    subsets (the best partition of a set is its best first group, the one holding its
+    smallest client, plus the best partition of the rest) covers all B_N partitions in
+    3^N steps instead of listing them.
+
+    Parameters are those of :func:`hcct_lite.partition.client_partition`.
+
+    Returns
+    -------
+    Partition
+        With ``merges`` empty; ``total_utility`` is the optimum of P1.
+    """
+    gram = gram_matrix(updates)
+    n = gram.shape[0]
+    if n > MAX_CLIENTS:
+        raise ValueError(
+            f"optimal_partition enumerates all B_N partitions and supports N <= {MAX_CLIENTS} "
+            f"clients; got N = {n}"
+        )
+    d = validate_sizes(sizes, n)
+    a = validate_alpha(alpha, d)
+    util = subset_utilities(gram, d, a)
+    full = (1 << n) - 1
+    best = np.full(1 << n, -np.inf)
+    choice = np.zeros(1 << n, dtype=np.int64)
+    best[0] = 0.0
+    for mask in range(1, full + 1):
+        low = mask & -mask
+        rest = mask ^ low
+        sub = rest
+        while True:  # every subset of `rest`, joined with the lowest client
+            group = sub | low
+            value = util[group] + best[mask ^ group]
+            if value > best[mask]:
+                best[mask], choice[mask] = value, group
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
+    groups, mask = [], full
+    while mask:
+        g = int(choice[mask])
+        groups.append([i for i in range(n) if g >> i & 1])
+        mask ^= g
+    groups.sort(key=lambda g: g[0])
+    result = _make_partition(_Context(gram=gram, sizes=d, alpha=a), groups, [])
+    result._ctx = None  # no merge history: linkage() is undefined for the optimum
+    return result

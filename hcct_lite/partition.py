@@ -1,0 +1,335 @@
+"""HCCT's client partition: the paper's Algorithm 2, exact and fast.
+
+Client ``i`` in group ``S`` has utility ``U_i = -alpha_i / D_S + cos(g_i, g_S)``, where
+``D_S`` is the group's sample count and ``g_S = sum_j D_j g_j / D_S`` its D-weighted mean
+update; a singleton has ``cos = 1``. Starting from singletons, the pair of groups whose
+merge raises the summed utility most (the *benefit*) is merged while that benefit is > 0.
+
+Everything follows from the Gram matrix ``G = [<g_i, g_j>]``:
+
+* ``cos(g_i, g_S) = c_S[i] / (||g_i|| sqrt(q_S))`` with ``c_S[i] = sum_{j in S} D_j G[i, j]``
+  and ``q_S = ||sum_{j in S} D_j g_j||^2 = sum_{i, j in S} D_i D_j G[i, j]``;
+* so a group's summed cosine is ``Y_SS / sqrt(q_S)`` with ``Y_ST = sum_{i in S, j in T}
+  D_j G[i, j] / ||g_i||``, and both ``Y`` and ``X_ST = sum D_i D_j G[i, j]`` are additive
+  when groups merge.
+
+The greedy loop therefore keeps two N x N matrices and updates one row and column per
+merge: O(N) work per step after the O(N^2 M) Gram matrix, with identical decisions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .updates import gram_matrix, validate_alpha, validate_sizes
+
+__all__ = ["Merge", "Partition", "client_partition", "optimal_partition", "select_layer"]
+
+# A group whose mean update is this small relative to its members' norms has no
+# direction: its cosine term is taken as 0 (documented in docs/partition.md).
+ZERO_GROUP_RTOL = 1e-12
+
+
+@dataclass(frozen=True)
+class Merge:
+    """One step of the greedy merge.
+
+    Attributes
+    ----------
+    left, right : tuple[int, ...]
+        Members of the two merged groups (``min(left) < min(right)``).
+    benefit : float
+        Summed utility after the merge minus before.
+    total_utility : float
+        Sum of all clients' utilities right after this merge.
+    """
+
+    left: tuple
+    right: tuple
+    benefit: float
+    total_utility: float
+
+
+@dataclass
+class _Context:
+    gram: np.ndarray  # (N, N)
+    sizes: np.ndarray  # (N,) float64
+    alpha: np.ndarray  # (N,) float64
+
+
+@dataclass
+class Partition:
+    """A partition of clients into groups, with HCCT's utilities.
+
+    Attributes
+    ----------
+    groups : list[list[int]]
+        Each group's client indices ascending; groups ordered by their smallest member.
+    labels : numpy.ndarray (N,)
+        ``labels[i]`` is the index in ``groups`` of client i's group.
+    utilities : numpy.ndarray (N,)
+        Each client's utility ``-alpha_i / D_S + cos(g_i, g_S)`` in this partition.
+    merges : list[Merge]
+        The greedy merges that produced it, in order (empty for ``optimal_partition``).
+    """
+
+    groups: list
+    labels: np.ndarray
+    utilities: np.ndarray
+    merges: list = field(default_factory=list)
+    _ctx: _Context | None = field(default=None, repr=False)
+    _tree: list | None = field(default=None, repr=False)
+
+    @property
+    def n_clients(self) -> int:
+        return int(self.labels.shape[0])
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.groups)
+
+    @property
+    def total_utility(self) -> float:
+        """Sum of all clients' utilities (the objective of the paper's problem P1)."""
+        return float(self.utilities.sum())
+
+    @property
+    def virtual_rows(self) -> np.ndarray:
+        """Indices of ``linkage()`` rows that are virtual: merges the algorithm did not make.
+
+        They complete the tree above the last real merge, continuing the same greedy
+        rule, so a dendrogram can be drawn; a plot should hide or grey them.
+        """
+        return np.arange(len(self.merges), max(self.n_clients - 1, 0))
+
+    def _full_tree(self) -> list:
+        if self._tree is None:
+            if self.n_groups == 1 or self._ctx is None:
+                self._tree = list(self.merges)
+            else:
+                self._tree = _greedy(self._ctx, num_groups=1)
+        return self._tree
+
+    def _heights(self):
+        tree = self._full_tree()
+        benefits = np.array([m.benefit for m in tree], dtype=np.float64)
+        ref = max(float(benefits.max(initial=0.0)), 0.0)
+        raw = ref - benefits
+        pad = 0.02 * (float(raw.max(initial=0.0)) or 1.0)
+        return np.maximum.accumulate(raw) + pad if raw.size else raw, ref + pad
+
+    def stop_height(self) -> float:
+        """Height in ``linkage()`` that corresponds to benefit 0 (the paper's stopping level).
+
+        Real merges with positive benefit lie below it; merges at negative benefit (forced
+        by ``num_groups``) and virtual rows lie at or above it.
+        """
+        if self._ctx is None and not self.merges:
+            raise ValueError("this partition has no merge history (e.g. optimal_partition)")
+        return self._heights()[1]
+
+    def linkage(self) -> np.ndarray:
+        """Return the merge history as a scipy linkage matrix, shape (N - 1, 4).
+
+        Row k merges clusters ``Z[k, 0]`` and ``Z[k, 1]`` (ids >= N are earlier rows)
+        at height ``Z[k, 2]``; ``Z[k, 3]`` is the new cluster's size. Heights are
+        ``max benefit - benefit``, made monotone with a running maximum, so the most
+        beneficial merges are lowest. Rows in ``virtual_rows`` complete the tree.
+        """
+        if self._ctx is None and not self.merges:
+            raise ValueError("this partition has no merge history (e.g. optimal_partition)")
+        n = self.n_clients
+        tree = self._full_tree()
+        heights, _ = self._heights()
+        cluster_id = {i: i for i in range(n)}  # keyed by a group's smallest member
+        z = np.zeros((len(tree), 4))
+        for k, m in enumerate(tree):
+            a, b = cluster_id.pop(m.left[0]), cluster_id.pop(m.right[0])
+            z[k] = (min(a, b), max(a, b), heights[k], len(m.left) + len(m.right))
+            cluster_id[min(m.left[0], m.right[0])] = n + k
+        return z
+
+
+def client_partition(updates, sizes, alpha=1.0, num_groups=None) -> Partition:
+    """Partition clients by HCCT's greedy merge (the paper's Algorithm 2).
+
+    Parameters
+    ----------
+    updates : array-like or torch.Tensor (N, M), or sequence of N mappings name -> tensor
+        Client updates ``g_i = (w_start - w_end) / lr``. Mappings are flattened in key order
+        and must share keys and shapes.
+    sizes : array-like (N,)
+        Positive integer sample counts ``D_i``.
+    alpha : float >= 0, array-like (N,), or ``"size"``
+        Trade-off between data volume and similarity; ``"size"`` means ``alpha_i = D_i``.
+    num_groups : int in [1, N] or None
+        ``None``: stop when no pair has benefit > 0 (the paper's rule). An int K: keep
+        merging the best pair, even at negative benefit, until exactly K groups remain.
+
+    Returns
+    -------
+    Partition
+        ``groups``, ``labels`` (N,), ``utilities`` (N,), ``merges`` and ``linkage()``.
+
+    Notes
+    -----
+    Ties between pairs with equal benefit go to the pair whose smaller group has the
+    smallest member, then to the other group with the smallest member. The constant
+    beta of the paper's utility cancels in every benefit and is omitted.
+    """
+    gram = gram_matrix(updates)
+    n = gram.shape[0]
+    d = validate_sizes(sizes, n)
+    a = validate_alpha(alpha, d)
+    if num_groups is not None:
+        if isinstance(num_groups, bool) or not isinstance(num_groups, (int, np.integer)):
+            raise TypeError(f"num_groups must be an int or None; got {num_groups!r}")
+        if not 1 <= num_groups <= n:
+            raise ValueError(f"num_groups must be in [1, N={n}]; got {num_groups}")
+    ctx = _Context(gram=gram, sizes=d, alpha=a)
+    merges = _greedy(ctx, num_groups)
+    groups = _groups_after(n, merges)
+    return _make_partition(ctx, groups, merges)
+
+
+def _groups_after(n: int, merges) -> list:
+    members = {i: [i] for i in range(n)}
+    for m in merges:
+        lo, hi = sorted((m.left[0], m.right[0]))
+        members[lo] = sorted(members[lo] + members.pop(hi))
+    return [members[k] for k in sorted(members)]
+
+
+def _group_utilities(ctx: _Context, group) -> np.ndarray:
+    """Utilities (len(group),) of the members of one group."""
+    idx = np.asarray(group)
+    d, a, gram = ctx.sizes, ctx.alpha, ctx.gram
+    d_group = d[idx].sum()
+    if idx.size == 1:
+        return np.array([1.0 - a[idx[0]] / d_group])
+    sub = gram[np.ix_(idx, idx)]
+    c = sub @ d[idx]  # c[i] = <g_i, sum_j D_j g_j>
+    q = float(d[idx] @ c)
+    norms = np.sqrt(np.diag(sub))
+    if q <= (ZERO_GROUP_RTOL * float(d[idx] @ norms)) ** 2:
+        cos = np.zeros(idx.size)
+    else:
+        cos = c / (norms * np.sqrt(q))
+    return -a[idx] / d_group + cos
+
+
+def _make_partition(ctx: _Context, groups, merges) -> Partition:
+    n = ctx.sizes.shape[0]
+    labels = np.empty(n, dtype=np.int64)
+    utilities = np.empty(n)
+    for k, g in enumerate(groups):
+        labels[g] = k
+        utilities[g] = _group_utilities(ctx, g)
+    return Partition(groups=groups, labels=labels, utilities=utilities, merges=merges, _ctx=ctx)
+
+
+def _pair_benefits(s, rows, st):
+    """Benefits of merging group ``s`` with each group in ``rows`` (1-D index array)."""
+    q = st["q"][s] + st["q"][rows] + 2.0 * st["X"][s, rows]
+    y = st["Y_self"][s] + st["Y_self"][rows] + st["Y"][s, rows] + st["Y"][rows, s]
+    scale = st["Sn"][s] + st["Sn"][rows]
+    dd = st["D"][s] + st["D"][rows]
+    aa = st["A"][s] + st["A"][rows]
+    safe = q > (ZERO_GROUP_RTOL * scale) ** 2
+    cos_sum = np.where(safe, y / np.sqrt(np.where(safe, q, 1.0)), 0.0)
+    u_new = -aa / dd + cos_sum
+    return u_new - st["U"][s] - st["U"][rows], q, y
+
+
+def _greedy(ctx: _Context, num_groups=None) -> list:
+    """Run the greedy merge; return the list of Merge records."""
+    gram, d, a = ctx.gram, ctx.sizes, ctx.alpha
+    n = d.shape[0]
+    target = 1 if num_groups is None else num_groups
+    if n <= target:
+        return []
+    norms = np.sqrt(np.diag(gram))
+    st = {
+        "D": d.copy(),
+        "A": a.copy(),
+        "Sn": d * norms,
+        "q": (d * norms) ** 2,
+        "Y_self": d * norms,  # sum_i c_S[i] / ||g_i|| for a singleton: D_i ||g_i||
+        "U": 1.0 - a / d,  # singleton: cos = 1 exactly
+        "X": gram * np.outer(d, d),
+        "Y": gram * d[None, :] / norms[:, None],
+    }
+    # Benefit matrix on the upper triangle (row = smaller group id); -inf elsewhere.
+    benefit = np.full((n, n), -np.inf)
+    for s in range(n - 1):
+        rows = np.arange(s + 1, n)
+        benefit[s, rows] = _pair_benefits(s, rows, st)[0]
+    row_arg = np.argmax(benefit, axis=1)
+    row_max = benefit[np.arange(n), row_arg]
+    active = np.ones(n, dtype=bool)
+    members = {i: (i,) for i in range(n)}
+    total = float(st["U"].sum())
+    merges = []
+    k = n
+    while k > target:
+        s = int(np.argmax(row_max))  # first maximum: smallest group id wins ties
+        t = int(row_arg[s])
+        best = float(benefit[s, t])
+        if num_groups is None and not best > 0.0:
+            break
+        # Merge t into s (s < t): cross terms add, t's row and column retire.
+        q_new = st["q"][s] + st["q"][t] + 2.0 * st["X"][s, t]
+        y_new = st["Y_self"][s] + st["Y_self"][t] + st["Y"][s, t] + st["Y"][t, s]
+        u_new = st["U"][s] + st["U"][t] + best
+        for key in ("D", "A", "Sn"):
+            st[key][s] += st[key][t]
+        st["q"][s], st["Y_self"][s], st["U"][s] = q_new, y_new, u_new
+        st["X"][s, :] += st["X"][t, :]
+        st["X"][:, s] = st["X"][s, :]
+        st["Y"][s, :] += st["Y"][t, :]
+        st["Y"][:, s] += st["Y"][:, t]
+        active[t] = False
+        benefit[t, :] = -np.inf
+        benefit[:, t] = -np.inf
+        row_max[t] = -np.inf
+        total += best
+        merges.append(Merge(members[s], members[t], best, total))
+        members[s] = tuple(sorted(members[s] + members.pop(t)))
+        k -= 1
+        # New benefits of s with every other active group.
+        others = np.flatnonzero(active)
+        others = others[others != s]
+        if others.size:
+            new_b = _pair_benefits(s, others, st)[0]
+            lower, upper = others < s, others > s
+            benefit[s, others[upper]] = new_b[upper]
+            benefit[others[lower], s] = new_b[lower]
+        _refresh_row_max(benefit, row_max, row_arg, active, s, t)
+    return merges
+
+
+def _refresh_row_max(benefit, row_max, row_arg, active, s, t) -> None:
+    """Keep each row's (max, first argmax) exact after merging t into s."""
+    row = benefit[s]
+    row_arg[s] = int(np.argmax(row))
+    row_max[s] = row[row_arg[s]]
+    rows = np.flatnonzero(active[:t])
+    rows = rows[rows != s]
+    stale = (row_arg[rows] == s) | (row_arg[rows] == t)
+    for r in rows[stale]:
+        row_arg[r] = int(np.argmax(benefit[r]))
+        row_max[r] = benefit[r, row_arg[r]]
+    # Rows above s whose best was elsewhere: only B[r, s] changed, compare it.
+    fresh = rows[~stale & (rows < s)]
+    if fresh.size:
+        v = benefit[fresh, s]
+        better = (v > row_max[fresh]) | ((v == row_max[fresh]) & (s < row_arg[fresh]))
+        row_max[fresh[better]] = v[better]
+        row_arg[fresh[better]] = s
+
+
+# Re-exported here so that the whole of the paper's partition step lives under one name.
+from .efficient import select_layer  # noqa: E402
+from .optimum import optimal_partition  # noqa: E402
