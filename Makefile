@@ -33,6 +33,7 @@ lint: venv
 
 bench: venv
 	$(BIN)/python benchmarks/bench_partition.py
+	$(BIN)/python benchmarks/bench_engine.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

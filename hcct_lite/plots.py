@@ -79,3 +79,35 @@ def save_figure(fig, name: str, directory: str | None = None) -> str | None:
     path = os.path.join(directory, f"{name}.png")
     fig.savefig(path, dpi=120, bbox_inches="tight")
     return path
+
+
+def plot_scheme_bars(results, task: str, schemes=None, ax=None):
+    """Bar chart of the final mean test error per scheme: mean ± std over seeds.
+
+    Parameters
+    ----------
+    results : list of result dicts (from :func:`hcct_lite.engine.run_experiment`)
+    task : the task to plot
+    schemes : order of the bars (default: as they first appear in ``results``)
+    """
+    import matplotlib.pyplot as plt
+
+    from .results import table3
+
+    t3 = table3([r for r in results if r["task"] == task])
+    if schemes is None:
+        schemes = list(dict.fromkeys(r["scheme"] for r in results if r["task"] == task))
+    schemes = [s for s in schemes if (task, s) in t3]
+    if not schemes:
+        raise ValueError(f"no results for task {task!r}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(1.0 * len(schemes) + 2, 3.5))
+    means = [t3[(task, s)][0] for s in schemes]
+    stds = [t3[(task, s)][1] for s in schemes]
+    colors = ["C3" if s.startswith("hcct") else "C0" for s in schemes]
+    ax.bar(range(len(schemes)), means, yerr=stds, color=colors, capsize=3)
+    ax.set_xticks(range(len(schemes)), schemes, rotation=30, ha="right")
+    ax.set_ylabel("mean test error (%)")
+    n_seeds = t3[(task, schemes[0])][2]
+    ax.set_title(f"{task}: final test error, mean ± std over {n_seeds} seed(s)")
+    return ax

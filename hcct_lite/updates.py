@@ -18,7 +18,13 @@ try:  # torch is a hard dependency of the package, but keep this module importab
 except ImportError:  # pragma: no cover - exercised only without torch
     torch = None
 
-__all__ = ["gram_matrix", "validate_sizes", "validate_alpha", "stack_mapping_updates"]
+__all__ = [
+    "gram_matrix",
+    "cosine_matrix",
+    "validate_sizes",
+    "validate_alpha",
+    "stack_mapping_updates",
+]
 
 # Column block for the float64 Gram of float32 input: bounds the float64 copy to
 # N * _BLOCK * 8 bytes while keeping BLAS calls large enough to be efficient.
@@ -226,3 +232,10 @@ def validate_alpha(alpha, sizes: np.ndarray) -> np.ndarray:
         if not np.isfinite(a) or a < 0:
             raise ValueError(f"client {i}: alpha {a} must be a finite number >= 0")
     return arr
+
+
+def cosine_matrix(updates) -> np.ndarray:
+    """Pairwise cosine similarities (N, N) of client updates (any format of :func:`gram_matrix`)."""
+    gram = gram_matrix(updates)
+    norms = np.sqrt(np.diag(gram))
+    return np.clip(gram / np.outer(norms, norms), -1.0, 1.0)

@@ -52,8 +52,18 @@ def test_save_figure_uses_hcct_fig_dir(tmp_path, monkeypatch):
     plt.close(fig)
 
 
-def test_demo_prints_the_groups_and_saves_the_dendrogram(tmp_path, capsys):
-    assert demo.main(["--out", str(tmp_path)]) == 0
+def test_partition_demo_prints_the_groups_and_saves_the_dendrogram(tmp_path, capsys):
+    assert demo.main(["--partition", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "alpha =     100:  3 group(s) [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]" in out
     assert (tmp_path / "partition_dendrogram.png").exists()
+
+
+def test_training_demo_prints_tables_groups_and_saves_the_chart(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    assert demo.main(["--out", str(tmp_path), "--runs", str(runs), "--seeds", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "Table 3 layout" in out and "Table 4 layout (rotated-digits)" in out
+    assert "seed 0: [[0, 1], [2, 3], [4, 5], [6, 7]]" in out
+    assert (tmp_path / "rotated_digits_schemes.png").exists()
+    assert len(list(runs.glob("*.json"))) == 9

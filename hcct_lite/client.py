@@ -1,0 +1,149 @@
+"""Client-side work: local SGD on a client's own data, its update, and evaluation.
+
+The server never sees data: a client returns its trained model, its update
+``g_i = (w_start - w_end) / lr`` and scalar statistics (sample count, loss, accuracy).
+:class:`LocalTrainer` is the one small interface the engine calls, so a batched
+multi-client implementation can replace :class:`SGDTrainer` without touching the schemes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import nn
+
+from .federation import ClientData
+
+__all__ = ["LocalResult", "LocalTrainer", "SGDTrainer", "evaluate", "update_of"]
+
+
+@dataclass
+class LocalResult:
+    """What a client returns after local training.
+
+    Attributes
+    ----------
+    state : dict name -> tensor, the trained model's full ``state_dict``
+    update : dict name -> tensor, ``(w_start - w_end) / lr`` over trainable parameters
+        (or over every state entry with ``include_buffers``)
+    n_samples : int, D_i
+    train_loss, train_acc : float, mean loss and accuracy over the last local epoch's batches
+    """
+
+    state: dict
+    update: dict
+    n_samples: int
+    train_loss: float
+    train_acc: float
+
+
+class LocalTrainer(Protocol):
+    """Runs one epoch of local training for several clients."""
+
+    def train(self, starts: dict, clients: dict, lr: float, epoch: int) -> dict:
+        """Train every client in ``starts`` (index -> state) on ``clients`` (index -> data).
+
+        Returns index -> LocalResult.
+        """
+        ...
+
+
+def update_of(start: dict, end: dict, lr: float, names) -> dict:
+    """``(start - end) / lr`` for the entries ``names`` (integer counters as float)."""
+    return {k: (start[k].double() - end[k].double()).div_(lr).float() for k in names}
+
+
+def clone_state(state: dict) -> dict:
+    return {k: v.detach().clone() for k, v in state.items()}
+
+
+class SGDTrainer:
+    """Plain mini-batch SGD (no momentum, no weight decay), one client after another.
+
+    Parameters
+    ----------
+    model : nn.Module used as the workspace (its weights are overwritten per client)
+    local_epochs, batch_size : int
+    include_buffers : bool, compute the update over every state entry, batch-norm running
+        statistics and counters included (the authors' code) instead of trainable parameters
+    seed : int, base of the per-(epoch, client) shuffling streams
+    device : torch.device
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        local_epochs: int,
+        batch_size: int,
+        include_buffers: bool = False,
+        seed: int = 0,
+        device="cpu",
+    ):
+        self.model = model.to(device)
+        self.local_epochs = local_epochs
+        self.batch_size = batch_size
+        self.include_buffers = include_buffers
+        self.seed = seed
+        self.device = torch.device(device)
+        params = [k for k, _ in model.named_parameters()]
+        self.update_names = list(model.state_dict()) if include_buffers else params
+        self.loss_fn = nn.CrossEntropyLoss()
+
+    def train(self, starts: dict, clients: dict, lr: float, epoch: int) -> dict:
+        return {i: self.train_one(starts[i], clients[i], lr, epoch, i) for i in sorted(starts)}
+
+    def train_one(self, start: dict, data: ClientData, lr: float, epoch: int, client: int):
+        model = self.model
+        model.load_state_dict(start)
+        model.train()
+        gen = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch * 10_007 + client)
+        # Dropout draws from torch's global stream: seed it per client and epoch as well.
+        torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=gen)))
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.0)
+        x, y = data.x_train.to(self.device), data.y_train.to(self.device)
+        n = y.shape[0]
+        steps = math.ceil(n / self.batch_size)
+        loss_sum = correct = 0.0
+        for _ in range(self.local_epochs):
+            perm = torch.randperm(n, generator=gen).to(self.device)
+            loss_sum = correct = 0.0
+            for s in range(steps):
+                idx = perm[s * self.batch_size : (s + 1) * self.batch_size]
+                if idx.numel() == 1 and _has_batchnorm(model):
+                    continue  # batch norm cannot train on one sample
+                out = model(x[idx])
+                loss = self.loss_fn(out, y[idx])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                loss_sum += float(loss.detach()) * idx.numel()
+                correct += float((out.argmax(1) == y[idx]).sum())
+        end = clone_state(model.state_dict())
+        start_dev = {k: v.to(self.device) for k, v in start.items()}
+        upd = update_of(start_dev, end, lr, self.update_names)
+        return LocalResult(end, upd, n, loss_sum / n, correct / n)
+
+
+def _has_batchnorm(model: nn.Module) -> bool:
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module, state: dict, x: torch.Tensor, y: torch.Tensor, batch_size: int = 1024
+) -> tuple:
+    """Return ``(mean loss, error in %)`` of ``state`` on ``(x, y)`` in eval mode."""
+    model.load_state_dict(state)
+    model.eval()
+    device = next(model.parameters()).device
+    loss = wrong = 0.0
+    for s in range(0, y.shape[0], batch_size):
+        xb, yb = x[s : s + batch_size].to(device), y[s : s + batch_size].to(device)
+        out = model(xb)
+        loss += float(nn.functional.cross_entropy(out, yb, reduction="sum"))
+        wrong += float((out.argmax(1) != yb).sum())
+    n = max(int(y.shape[0]), 1)
+    return loss / n, 100.0 * wrong / n

@@ -1,0 +1,108 @@
+"""The paper's models, and a small one for scikit-learn's 8x8 digits."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["DigitCNN", "FMNISTNet", "CifarCNN", "SmallDigitsNet", "build_model", "head_names"]
+
+
+class DigitCNN(nn.Module):
+    """FedBN's Digit CNN: input (B, 3, 28, 28) -> logits (B, 10); 14.2M parameters.
+
+    Three 5x5 conv layers 64-64-128 with batch norm (max-pool after the first two), then
+    fully connected 6272-2048-512-10 with batch norm.
+    """
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(3, 64, 5, padding=2), nn.BatchNorm2d(64)
+        self.conv2, self.bn2 = nn.Conv2d(64, 64, 5, padding=2), nn.BatchNorm2d(64)
+        self.conv3, self.bn3 = nn.Conv2d(64, 128, 5, padding=2), nn.BatchNorm2d(128)
+        self.fc1, self.bn4 = nn.Linear(6272, 2048), nn.BatchNorm1d(2048)
+        self.fc2, self.bn5 = nn.Linear(2048, 512), nn.BatchNorm1d(512)
+        self.fc3 = nn.Linear(512, num_classes)
+
+    def forward(self, x):
+        x = nn.functional.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 2)
+        x = nn.functional.max_pool2d(torch.relu(self.bn2(self.conv2(x))), 2)
+        x = torch.relu(self.bn3(self.conv3(x))).flatten(1)
+        x = torch.relu(self.bn4(self.fc1(x)))
+        x = torch.relu(self.bn5(self.fc2(x)))
+        return self.fc3(x)
+
+
+class FMNISTNet(nn.Module):
+    """Fully connected 784-64-10 for (B, 1, 28, 28) images; returns logits (no softmax)."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 64)
+        self.fc2 = nn.Linear(64, num_classes)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x.flatten(1))))
+
+
+class CifarCNN(nn.Module):
+    """Four 3x3 conv layers 16-32-64-128 (pool after the last three), then 2048-500-10.
+
+    Input (B, 3, 32, 32); dropout 0.25 after the 500-unit layer; 1.13M parameters.
+    """
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.conv3 = nn.Conv2d(32, 64, 3, padding=1)
+        self.conv4 = nn.Conv2d(64, 128, 3, padding=1)
+        self.fc1 = nn.Linear(2048, 500)
+        self.drop = nn.Dropout(0.25)
+        self.fc2 = nn.Linear(500, num_classes)
+
+    def forward(self, x):
+        pool = nn.functional.max_pool2d
+        x = torch.relu(self.conv1(x))
+        x = pool(torch.relu(self.conv2(x)), 2)
+        x = pool(torch.relu(self.conv3(x)), 2)
+        x = pool(torch.relu(self.conv4(x)), 2).flatten(1)
+        return self.fc2(self.drop(torch.relu(self.fc1(x))))
+
+
+class SmallDigitsNet(nn.Module):
+    """Fully connected 64-64-10 for scikit-learn's (B, 1, 8, 8) digits."""
+
+    def __init__(self, num_classes: int = 10, hidden: int = 64):
+        super().__init__()
+        self.fc1 = nn.Linear(64, hidden)
+        self.fc2 = nn.Linear(hidden, num_classes)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x.flatten(1))))
+
+
+MODELS = {
+    "digit_cnn": DigitCNN,
+    "fmnist_mlp": FMNISTNet,
+    "cifar_cnn": CifarCNN,
+    "small_digits": SmallDigitsNet,
+}
+
+
+def build_model(name: str, num_classes: int = 10) -> nn.Module:
+    """A model by name: ``digit_cnn``, ``fmnist_mlp``, ``cifar_cnn`` or ``small_digits``."""
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; choose from {sorted(MODELS)}")
+    return MODELS[name](num_classes)
+
+
+def head_names(model: nn.Module) -> list:
+    """Parameter names of the model's last ``nn.Linear`` (the classifier HCCT-P keeps local)."""
+    last = None
+    for name, module in model.named_modules():
+        if isinstance(module, nn.Linear):
+            last = name
+    if last is None:
+        raise ValueError(f"{type(model).__name__} has no nn.Linear layer to keep local")
+    return [f"{last}.{p}" for p, _ in model.get_submodule(last).named_parameters()]

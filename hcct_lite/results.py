@@ -1,0 +1,114 @@
+"""Result files and the paper's tables: Table 3 (mean ± std over seeds) and Table 4
+(mean, std, min, max over clients)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+
+import numpy as np
+
+__all__ = ["result_path", "write_json", "read_results", "table3", "table4", "to_markdown", "to_csv"]
+
+
+def result_path(out_dir: str, task: str, scheme: str, seed: int) -> str:
+    return os.path.join(out_dir, f"{task}__{scheme}__seed{seed}.json")
+
+
+def write_json(path: str, obj) -> None:
+    """Write ``obj`` as JSON atomically: a killed run never leaves a half-written file."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_results(paths) -> list:
+    out = []
+    for p in paths:
+        with open(p) as f:
+            out.append(json.load(f))
+    return out
+
+
+def _by(results, *keys):
+    groups = {}
+    for r in results:
+        groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+    return groups
+
+
+def table3(results) -> dict:
+    """``{(task, scheme): (mean, std, n_seeds)}`` of the final mean test error over seeds."""
+    return {
+        k: (float(np.mean(v)), float(np.std(v)), len(v))
+        for k, v in (
+            (k, [r["final"]["mean"] for r in rs])
+            for k, rs in _by(results, "task", "scheme").items()
+        )
+    }
+
+
+def table4(results) -> dict:
+    """``{(task, scheme): (mean, std, min, max)}`` over clients, averaged over seeds."""
+    out = {}
+    for k, rs in _by(results, "task", "scheme").items():
+        stats = np.array([[r["final"][s] for s in ("mean", "std", "min", "max")] for r in rs])
+        out[k] = tuple(float(x) for x in stats.mean(axis=0))
+    return out
+
+
+def _rows3(t3, schemes, tasks):
+    header = ["scheme"] + tasks
+    rows = []
+    for s in schemes:
+        row = [s]
+        for t in tasks:
+            m = t3.get((t, s))
+            row.append("-" if m is None else f"{m[0]:.2f} ± {m[1]:.2f}")
+        rows.append(row)
+    return header, rows
+
+
+def _rows4(t4, schemes, task):
+    header = ["scheme", "mean", "std", "min", "max"]
+    rows = [[s] + [f"{x:.2f}" for x in t4[(task, s)]] for s in schemes if (task, s) in t4]
+    return header, rows
+
+
+def to_markdown(header, rows) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def to_text(header, rows) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join(
+        [fmt.format(*header), fmt.format(*["-" * w for w in widths])]
+        + [fmt.format(*r) for r in rows]
+    )
+
+
+def to_csv(header, rows) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows([header, *rows])
+    return buf.getvalue()
+
+
+def tables(results, schemes, tasks):
+    """The two tables as (header, rows): Table 3 over tasks, Table 4 for each task."""
+    t3 = _rows3(table3(results), schemes, tasks)
+    t4 = {t: _rows4(table4(results), schemes, t) for t in tasks}
+    return t3, t4

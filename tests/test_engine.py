@@ -1,0 +1,159 @@
+"""The training engine: every scheme, determinism, resuming grids, incoming clients."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from hcct_lite.engine import run_experiment
+from hcct_lite.experiments import run_grid
+from hcct_lite.tasks import SCHEMES, make_config
+
+PAIRS = [[0, 1], [2, 3], [4, 5], [6, 7]]
+
+
+def tiny(scheme, seed=0, **kw):
+    kw.setdefault("epochs", 2)
+    return run_experiment(make_config("rotated-digits", scheme, seed, **kw), progress=False)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_every_scheme_runs_two_epochs(scheme):
+    r = tiny(scheme)
+    assert r["task"] == "rotated-digits" and r["scheme"] == scheme and r["seed"] == 0
+    assert len(r["history"]) == 2
+    for h in r["history"]:
+        assert len(h["client_test_error"]) == 8
+        assert all(0.0 <= e <= 100.0 for e in h["client_test_error"])
+        assert h["mean_test_error"] == pytest.approx(np.mean(h["client_test_error"]))
+        members = sorted(i for g in h["groups"] for i in g)
+        if scheme == "flsc":  # soft clusters: every client in exactly soft_groups of them
+            assert members == sorted(list(range(8)) * 2)
+        else:
+            assert members == list(range(8))
+    f = r["final"]
+    assert f["mean"] == pytest.approx(np.mean(f["client_test_error"]))
+    assert f["min"] <= f["mean"] <= f["max"]
+    assert f["best_over_epochs"]["mean"] <= f["mean"] + 1e-9
+    assert "note" in f["best_over_epochs"]
+    assert r["config"]["scheme"] == scheme and r["seconds"] > 0
+    json.dumps(r)  # JSON-ready
+
+
+def test_epoch_zero_is_singletons_for_hcct_and_fedavg_with_authors_round0():
+    assert tiny("hcct")["history"][0]["groups"] == [[i] for i in range(8)]
+    r = tiny("hcct", authors_round0=True)
+    assert r["history"][0]["groups"] == [list(range(8))]
+
+
+def test_same_seed_same_json_and_other_seed_differs():
+    a, b, c = tiny("hcct", epochs=3), tiny("hcct", epochs=3), tiny("hcct", seed=1, epochs=3)
+    for r in (a, b, c):  # identical apart from timings
+        r.pop("seconds")
+        for h in r["history"]:
+            h.pop("seconds")
+    assert json.dumps(a) == json.dumps(b)
+    assert a["final"]["client_test_error"] != c["final"]["client_test_error"]
+
+
+def test_global_and_independent_are_the_two_extremes():
+    assert tiny("global")["history"][-1]["groups"] == [list(range(8))]
+    assert tiny("independent")["history"][-1]["groups"] == [[i] for i in range(8)]
+
+
+def test_hcct_finds_the_rotation_pairs_and_beats_both_extremes():
+    means = {s: [] for s in ("hcct", "independent", "global")}
+    for seed in (0, 1, 2):
+        for s in means:
+            r = run_experiment(make_config("rotated-digits", s, seed), progress=False)
+            means[s].append(r["final"]["mean"])
+            if s == "hcct":
+                assert r["history"][-1]["groups"] == PAIRS
+    m = {s: np.mean(v) for s, v in means.items()}
+    assert m["hcct"] <= min(m["independent"], m["global"])
+
+
+def test_incoming_clients_join_every_ten_epochs():
+    r = tiny("hcct", epochs=21, initial_clients=4, new_clients=2)
+    counts = [len(h["client_test_error"]) for h in r["history"]]
+    assert counts[:10] == [4] * 10 and counts[10:20] == [6] * 10 and counts[20] == 8
+    # a newcomer has no update yet: it trains alone in its first epoch
+    assert [4] in r["history"][10]["groups"] and [5] in r["history"][10]["groups"]
+
+
+def test_record_cosines():
+    r = tiny("independent", record_cosines=True)
+    c = np.array(r["history"][0]["update_cosines"])
+    assert c.shape == (8, 8)
+    np.testing.assert_allclose(np.diag(c), 1.0)
+    same = np.mean([c[0, 1], c[2, 3], c[4, 5], c[6, 7]])
+    other = np.mean([c[0, 2], c[0, 6], c[2, 4], c[4, 6]])
+    assert same > other + 0.2
+
+
+class Killed(Exception):
+    pass
+
+
+def test_grid_resumes_after_a_kill(tmp_path):
+    def kill_after_first(msg):
+        if msg.startswith("done"):
+            raise Killed(msg)
+
+    with pytest.raises(Killed):
+        run_grid(
+            "rotated-digits",
+            ["global", "hcct"],
+            [0, 1],
+            str(tmp_path),
+            progress=False,
+            log=kill_after_first,
+            epochs=2,
+        )
+    files = sorted(os.listdir(tmp_path))
+    assert files == ["rotated-digits__global__seed0.json"]  # no half-written file
+    first = (tmp_path / files[0]).read_text()
+    logged = []
+    results = run_grid(
+        "rotated-digits",
+        ["global", "hcct"],
+        [0, 1],
+        str(tmp_path),
+        progress=False,
+        log=logged.append,
+        epochs=2,
+    )
+    assert logged[0].startswith("skip rotated-digits__global__seed0.json")
+    assert sum(m.startswith("done") for m in logged) == 3
+    assert (tmp_path / files[0]).read_text() == first
+    assert [(r["scheme"], r["seed"]) for r in results] == [
+        ("global", 0),
+        ("global", 1),
+        ("hcct", 0),
+        ("hcct", 1),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"task": "nope"}, "unknown task 'nope'"),
+        ({"scheme": "fedprox"}, "unknown scheme 'fedprox'"),
+        ({"alpha": -1.0}, "alpha must be >= 0"),
+        ({"epochs": 0}, "epochs must be >= 1"),
+        ({"train_ratio": 1.0}, "train_ratio must be in"),
+        ({"soft_groups": 9}, "soft_groups must be in"),
+    ],
+)
+def test_bad_settings(kw, match):
+    task = kw.pop("task", "rotated-digits")
+    scheme = kw.pop("scheme", "hcct")
+    with pytest.raises(ValueError, match=match):
+        make_config(task, scheme, 0, **kw)
+
+
+def test_a_client_too_small_to_split_is_named():
+    cfg = make_config("rotated-digits", "hcct", 0, samples=1)
+    with pytest.raises(ValueError, match="client 0: only 1 samples, too few to split"):
+        run_experiment(cfg, progress=False)
