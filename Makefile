@@ -9,7 +9,7 @@ ifneq ($(wildcard ../shared/data),)
 export HCCT_DATA_DIR ?= $(abspath ../shared/data)
 endif
 
-.PHONY: demo test lint bench venv clean
+.PHONY: demo test lint bench venv clean figures notebooks lab
 
 venv: $(VENV)/.installed
 
@@ -23,9 +23,10 @@ $(VENV)/.installed: pyproject.toml
 demo: venv
 	MPLBACKEND=Agg $(BIN)/python -m hcct_lite.demo
 
+# Unit tests, then every notebook top to bottom under nbval, in quick mode.
 test: venv
 	$(BIN)/ruff check .
-	HCCT_QUICK=1 MPLBACKEND=Agg $(BIN)/python -m pytest
+	HCCT_QUICK=1 MPLBACKEND=Agg $(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env
 
 lint: venv
 	$(BIN)/ruff check .
@@ -34,6 +35,21 @@ lint: venv
 bench: venv
 	$(BIN)/python benchmarks/bench_partition.py
 	$(BIN)/python benchmarks/bench_engine.py
+
+# Run every notebook in quick mode and save its figures to figures/ (the committed ones).
+figures: venv
+	for nb in notebooks/*.ipynb; do \
+	  HCCT_QUICK=1 HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg \
+	  $(BIN)/jupyter nbconvert --to notebook --execute --stdout "$$nb" > /dev/null || exit 1; \
+	done
+
+# Refresh the outputs nbval checks, then strip every other output (small diffs).
+notebooks: venv
+	HCCT_QUICK=1 MPLBACKEND=Agg $(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb
+	$(BIN)/python -m hcct_lite.notebook_tools notebooks/*.ipynb
+
+lab: venv
+	$(BIN)/jupyter lab notebooks/
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

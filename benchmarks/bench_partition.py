@@ -1,11 +1,11 @@
 """Time HCCT's client partition against the paper's algorithm written out directly.
 
 Prints one table row per (N, M): the straightforward algorithm (flattened vectors,
-cached benefits; ``tests/naive.py``), ``client_partition`` (Gram matrix + O(N) updates
+cached benefits; ``hcct_lite.reference``), ``client_partition`` (Gram matrix + O(N) updates
 per merge), their speed-up, and the bare float64 Gram matrix ``U @ U.T`` for scale.
 The straightforward algorithm is skipped (``-``) where it would take minutes.
 
-    python benchmarks/bench_partition.py            # the issue's two targets
+    python benchmarks/bench_partition.py            # N=50, M=1e6 and N=1000, M=1e5
     python benchmarks/bench_partition.py --quick    # small sizes, seconds
 """
 
@@ -14,43 +14,20 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
-import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-
-from naive import naive_partition  # noqa: E402
-
-from hcct_lite.partition import client_partition  # noqa: E402
-from hcct_lite.synthetic import clustered_updates  # noqa: E402
+from hcct_lite.reference import compare_speed
 
 
-def best_of(fn, repeat):
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
-
-
-def run_case(n, m, naive, repeat, seed=0):
-    k = max(2, n // 5)
-    cluster_sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
-    updates, sizes, _ = clustered_updates(cluster_sizes, m, noise=0.5, seed=seed)
-    alpha = 100.0
-    t_gram, _ = best_of(lambda: updates @ updates.T, repeat)
-    t_fast, p = best_of(lambda: client_partition(updates, sizes, alpha), repeat)
-    row = {"N": n, "M": m, "groups": p.n_groups, "gram": t_gram, "fast": t_fast}
-    if naive:
-        t_naive, (groups, _) = best_of(
-            lambda: naive_partition(updates, sizes, np.full(n, alpha)), 1
-        )
-        row["naive"] = t_naive
-        row["same"] = groups == p.groups
-    return row
+def run_case(n, m, naive, repeat):
+    """Best of ``repeat`` timings of the fast path and the Gram matrix; one naive run."""
+    rows = [compare_speed(n, m, run_naive=False) for _ in range(repeat - 1)]
+    rows.append(compare_speed(n, m, run_naive=naive))
+    best = dict(rows[-1])
+    best["fast"] = min(r["fast"] for r in rows)
+    best["gram"] = min(r["gram"] for r in rows)
+    return best
 
 
 def main(argv=None):

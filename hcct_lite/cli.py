@@ -48,6 +48,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--new-clients", type=int, help="incoming clients: new ones every 10 epochs")
     p.add_argument("--data-root", help="torchvision data root (default ~/.cache/hcct_lite)")
     p.add_argument("--no-download", dest="download", action="store_false", default=None)
+    p.add_argument("--partition", help="the 'fixed' scheme's groups, e.g. '0,1|2'")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -96,6 +97,10 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     overrides = {k: getattr(args, k) for k in OVERRIDES}
     try:
+        if args.partition is not None:
+            from .tasks import parse_partition
+
+            overrides["partition"] = parse_partition(args.partition)
         if args.command == "run":
             from .experiments import run_one
 

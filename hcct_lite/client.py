@@ -52,8 +52,8 @@ class LocalTrainer(Protocol):
 
 
 def update_of(start: dict, end: dict, lr: float, names) -> dict:
-    """``(start - end) / lr`` for the entries ``names`` (integer counters as float)."""
-    return {k: (start[k].double() - end[k].double()).div_(lr).float() for k in names}
+    """``(start - end) / lr`` for the entries ``names``, in float32 (integer counters too)."""
+    return {k: (start[k].float() - end[k].float()).div_(lr) for k in names}
 
 
 def clone_state(state: dict) -> dict:

@@ -8,7 +8,7 @@ from .engine import run_experiment
 from .results import read_results, result_path, tables, to_csv, to_markdown, write_json
 from .tasks import SCHEMES, make_config
 
-__all__ = ["run_one", "run_grid", "save_tables"]
+__all__ = ["run_one", "run_grid", "save_tables", "first_updates"]
 
 
 def run_one(task, scheme, seed, json_path=None, progress=True, **overrides) -> dict:
@@ -26,6 +26,7 @@ def run_grid(task, schemes, seeds, out_dir, progress=True, log=print, **override
     Each run's JSON is written atomically as soon as it finishes, so a killed grid
     resumes where it stopped, losing at most the run in progress.
     """
+    log = log or (lambda _msg: None)  # log=None: silent
     schemes = list(SCHEMES) if schemes in (None, "all", ["all"]) else list(schemes)
     for s in schemes:
         make_config(task, s, 0, **overrides)  # fail fast, before any run, on bad settings
@@ -79,3 +80,41 @@ def save_tables(results, schemes, tasks, out_dir, stem="tables") -> str:
     with open(os.path.join(out_dir, f"{stem}.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     return "\n".join(text)
+
+
+def first_updates(cfg):
+    """The updates HCCT partitions at epoch 1: every client trains one epoch alone from
+    the common initialisation (Algorithm 1's epoch 0).
+
+    Returns
+    -------
+    updates : list of N mappings name -> tensor
+    sizes : numpy.ndarray (N,) D_i
+    clients : list of ClientData
+    """
+    import numpy as np
+
+    from .client import SGDTrainer, clone_state
+    from .engine import _model_init, resolve_device
+    from .tasks import build_clients
+
+    device = resolve_device(cfg.device)
+    clients = build_clients(cfg)
+    model = _model_init(cfg, 0, device)
+    init = clone_state(model.state_dict())
+    trainer = SGDTrainer(
+        model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed, device
+    )
+    res = trainer.train({i: init for i in range(len(clients))}, dict(enumerate(clients)), cfg.lr, 0)
+    sizes = np.array([c.size for c in clients])
+    return [res[i].update for i in range(len(clients))], sizes, clients
+
+
+def settings_dir(base: str, **settings) -> str:
+    """``base`` plus a short hash of ``settings``: cached runs are reused only for the
+    same settings."""
+    import hashlib
+    import json
+
+    key = json.dumps(settings, sort_keys=True, default=str)
+    return f"{base}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"

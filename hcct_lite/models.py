@@ -90,6 +90,15 @@ MODELS = {
 }
 
 
+# (side, channels) of each model's input images: data are resized to fit.
+MODEL_INPUT = {
+    "digit_cnn": (28, 3),
+    "fmnist_mlp": (28, 1),
+    "cifar_cnn": (32, 3),
+    "small_digits": (8, 1),
+}
+
+
 def build_model(name: str, num_classes: int = 10) -> nn.Module:
     """A model by name: ``digit_cnn``, ``fmnist_mlp``, ``cifar_cnn`` or ``small_digits``."""
     if name not in MODELS:

@@ -111,3 +111,117 @@ def plot_scheme_bars(results, task: str, schemes=None, ax=None):
     n_seeds = t3[(task, schemes[0])][2]
     ax.set_title(f"{task}: final test error, mean ± std over {n_seeds} seed(s)")
     return ax
+
+
+def plot_merge_steps(steps, axes=None, labels=None):
+    """One benefit heatmap per step of :func:`hcct_lite.merges.merge_steps`.
+
+    The chosen pair is boxed; the last panel is where the algorithm stops (every
+    benefit <= 0). Returns the array of Axes.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    if axes is None:
+        cols = min(4, len(steps))
+        rows = -(-len(steps) // cols)
+        _, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.0 * rows), squeeze=False)
+    flat = np.asarray(axes).ravel()
+    finite = np.concatenate([s.benefits[np.isfinite(s.benefits)] for s in steps] + [[0.0]])
+    lim = float(np.abs(finite).max()) or 1.0
+    for k, (ax, step) in enumerate(zip(flat, steps, strict=False)):
+        names = [",".join(map(str, g)) for g in step.groups] if labels is None else labels[k]
+        ax.imshow(step.benefits, cmap="RdBu", vmin=-lim, vmax=lim)
+        ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+        ax.set_yticks(range(len(names)), names, fontsize=7)
+        if step.chosen is None:
+            ax.set_title(f"step {k + 1}: stop", fontsize=9)
+        else:
+            a, b = step.chosen
+            for r, c in ((a, b), (b, a)):
+                ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="k", lw=2))
+            ax.set_title(f"step {k + 1}: merge, benefit {step.benefit:+.3f}", fontsize=9)
+    for ax in flat[len(steps) :]:
+        ax.axis("off")
+    return axes
+
+
+def plot_bound(own_size, divergence, lipschitz=1.0, mu=1.0, delta=0.1, max_size=None, ax=None):
+    """Theorem 1's bound against the group's sample count D_G.
+
+    Draws the sample-size term ``4 L^2 / (delta mu D_G)``, the divergence term, their sum
+    for a group with that divergence, and the client alone (D_G = own size, divergence 0);
+    the shaded range of D_G is where joining lowers the bound. Returns the Axes.
+    """
+    import matplotlib.pyplot as plt
+
+    from .bound import error_bound, sample_term
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    top = max_size or 20 * own_size
+    d = np.linspace(max(1.0, own_size / 4), top, 400)
+    ax.plot(d, sample_term(d, lipschitz, mu, delta), label="sample-size term 4L²/(δμD)")
+    ax.axhline(divergence, color="C1", ls=":", label="divergence term d₁")
+    ax.plot(
+        d, error_bound(d, divergence, lipschitz, mu, delta), color="C2", label="bound in the group"
+    )
+    alone = float(error_bound(own_size, 0.0, lipschitz, mu, delta))
+    ax.axhline(alone, color="k", ls="--", lw=0.8, label=f"alone (D = {own_size:g})")
+    ax.fill_between(
+        d,
+        0,
+        1,
+        where=error_bound(d, divergence, lipschitz, mu, delta) < alone,
+        color="C2",
+        alpha=0.1,
+        transform=ax.get_xaxis_transform(),
+        label="joining helps",
+    )
+    ax.set_xlabel("group sample count D_G")
+    ax.set_ylabel("bound on test error")
+    ax.set_ylim(0, 3 * alone + divergence)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_label_similarity(distance, cosine, r, ax=None):
+    """Scatter of update cosine against label-distribution distance, with the fit line."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.5, 3.5))
+    ax.scatter(distance, cosine, s=14)
+    slope, intercept = np.polyfit(distance, cosine, 1)
+    x = np.linspace(min(distance), max(distance), 2)
+    ax.plot(x, slope * x + intercept, color="C3", label=f"Pearson r = {r:.2f}")
+    ax.set_xlabel("total-variation distance of label distributions")
+    ax.set_ylabel("cosine of the two updates")
+    ax.legend()
+    return ax
+
+
+def plot_utility_curves(alpha, own_size, cosines=(1.0, 0.9, 0.7, 0.5), max_size=None, ax=None):
+    """HCCT's utility ``-alpha / D_G + cos`` against D_G, one line per cosine; the dashed
+    line is the client alone (``1 - alpha / D_i``)."""
+    import matplotlib.pyplot as plt
+
+    from .bound import utility
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    d = np.linspace(own_size, max_size or 20 * own_size, 300)
+    for c in cosines:
+        ax.plot(d, utility(alpha, d, c), label=f"cos = {c:g}")
+    ax.axhline(
+        float(utility(alpha, own_size, 1.0)),
+        color="k",
+        ls="--",
+        lw=0.8,
+        label=f"alone (D = {own_size:g})",
+    )
+    ax.set_xlabel("group sample count D_G")
+    ax.set_ylabel("utility")
+    ax.set_title(f"alpha = {alpha:g}", fontsize=9)
+    ax.legend(fontsize=8)
+    return ax

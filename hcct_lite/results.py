@@ -68,16 +68,14 @@ def table4(results) -> dict:
     return out
 
 
+def _pm(pair) -> str:
+    """``(mean, std, ...)`` as ``"mean ± std"``; ``"-"`` when missing."""
+    return "-" if pair is None else f"{pair[0]:.2f} ± {pair[1]:.2f}"
+
+
 def _rows3(t3, schemes, tasks):
-    header = ["scheme"] + tasks
-    rows = []
-    for s in schemes:
-        row = [s]
-        for t in tasks:
-            m = t3.get((t, s))
-            row.append("-" if m is None else f"{m[0]:.2f} ± {m[1]:.2f}")
-        rows.append(row)
-    return header, rows
+    rows = [[s] + [_pm(t3.get((t, s))) for t in tasks] for s in schemes]
+    return ["scheme"] + tasks, rows
 
 
 def _rows4(t4, schemes, task):
@@ -112,3 +110,41 @@ def tables(results, schemes, tasks):
     t3 = _rows3(table3(results), schemes, tasks)
     t4 = {t: _rows4(table4(results), schemes, t) for t in tasks}
     return t3, t4
+
+
+def beside_paper(results, schemes, tasks):
+    """Table 3 and Table 4 with the paper's numbers beside ours: ``(t3, t4)`` as
+    ``(header, rows)``; Table 4 is for the Digit task when present."""
+    from .paper import TABLE3, TABLE4
+
+    t3 = table3(results)
+    header3 = ["scheme"] + [c for t in tasks for c in (f"{t} (ours)", f"{t} (paper)")]
+    rows3 = [
+        [s] + [c for t in tasks for c in (_pm(t3.get((t, s))), _pm(TABLE3.get(s, {}).get(t)))]
+        for s in schemes
+    ]
+    t4 = table4(results)
+    header4 = [
+        "scheme",
+        "mean",
+        "std",
+        "min",
+        "max",
+        "paper mean",
+        "paper std",
+        "paper min",
+        "paper max",
+    ]
+    rows4 = []
+    for s in schemes:
+        if ("digit", s) not in t4:
+            continue
+        ref = TABLE4.get(s)
+        rows4.append(
+            [
+                s,
+                *(f"{x:.2f}" for x in t4[("digit", s)]),
+                *((f"{x:.2f}" for x in ref) if ref else ["-"] * 4),
+            ]
+        )
+    return (header3, rows3), (header4, rows4)

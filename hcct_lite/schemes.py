@@ -67,10 +67,13 @@ def weighted_average(states: list, weights) -> dict:
         return {k: v.clone() for k, v in states[0].items()}
     out = {}
     for k, v0 in states[0].items():
-        acc = torch.zeros_like(v0, dtype=torch.float64)
+        # Floating entries accumulate in their own dtype (float32 models: 14M-entry states
+        # average fast enough); integer counters go through float64 and are rounded.
+        dtype = v0.dtype if v0.is_floating_point() else torch.float64
+        acc = torch.zeros_like(v0, dtype=dtype)
         for wi, s in zip(w, states, strict=True):
-            acc.add_(s[k].double(), alpha=float(wi))
-        out[k] = acc.to(v0.dtype) if v0.is_floating_point() else acc.round().to(v0.dtype)
+            acc.add_(s[k].to(dtype), alpha=float(wi))
+        out[k] = acc if v0.is_floating_point() else acc.round().to(v0.dtype)
     return out
 
 
@@ -227,11 +230,25 @@ class HCCTP(HCCT):
     keep_head = True
 
 
+class Fixed(GroupScheme):
+    """A partition given by hand (``partition``), kept for the whole run (Table 1)."""
+
+    name = "fixed"
+
+    def groups(self, t, server):
+        return [
+            [i for i in g if i in server.active]
+            for g in server.cfg.partition
+            if any(i in server.active for i in g)
+        ]
+
+
 def make_scheme(name: str) -> Scheme:
     """A fresh scheme object by name (see :data:`hcct_lite.tasks.SCHEMES`)."""
     from .baselines import FLSC, IFCA, MAXFL
 
-    table = {c.name: c for c in (Independent, Global, FedFA, HCCT, HCCTE, HCCTP, MAXFL, IFCA, FLSC)}
+    schemes = (Independent, Global, FedFA, HCCT, HCCTE, HCCTP, MAXFL, IFCA, FLSC, Fixed)
+    table = {c.name: c for c in schemes}
     if name not in table:
         raise ValueError(f"unknown scheme {name!r}; choose from {sorted(table)}")
     return table[name]()

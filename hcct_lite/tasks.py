@@ -22,10 +22,13 @@ from .federation import (
     motivating_split,
     shards_halfnormal,
 )
+from .models import MODEL_INPUT
 
 __all__ = ["RunConfig", "TASKS", "SCHEMES", "make_config", "build_clients"]
 
 SCHEMES = ("independent", "global", "hcct", "hcct-e", "hcct-p", "maxfl", "fedfa", "ifca", "flsc")
+# Not a scheme of the paper: a partition given by hand (`partition=`), e.g. Table 1's patterns.
+EXTRA_SCHEMES = ("fixed",)
 PAPER_DOMAINS = ["mnist", "svhn", "usps", "synthdigits", "mnistm"]
 
 
@@ -53,6 +56,7 @@ class RunConfig:
     fixed_groups: int | None = None  # HCCT family: force exactly K groups (Fig. 6/7)
     update_includes_buffers: bool = False
     authors_round0: bool = False
+    partition: list | None = None  # the "fixed" scheme's groups, e.g. [[0, 1], [2]]
     record_cosines: bool = False  # store each epoch's pairwise update cosines in the history
     initial_clients: int | None = None  # incoming clients (Fig. 4): clients at epoch 0
     new_clients: int = 0  # ... and this many join every `join_every` epochs
@@ -134,8 +138,8 @@ def make_config(task: str, scheme: str, seed: int = 0, **overrides) -> RunConfig
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
-    if scheme not in SCHEMES:
-        raise ValueError(f"unknown scheme {scheme!r}; choose from {list(SCHEMES)}")
+    if scheme not in SCHEMES + EXTRA_SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}; choose from {list(SCHEMES + EXTRA_SCHEMES)}")
     spec = dict(TASKS[task])
     alphas = spec.pop("alpha")
     spec["alpha"] = alphas.get(scheme, alphas["hcct"])
@@ -181,6 +185,13 @@ def _validate(cfg: RunConfig) -> None:
             1 <= cfg.fixed_groups <= cfg.n_clients,
             f"fixed_groups must be in [1, n_clients={cfg.n_clients}]; got {cfg.fixed_groups}",
         )
+    if cfg.scheme == "fixed" or cfg.partition is not None:
+        flat = sorted(i for g in (cfg.partition or []) for i in g)
+        need(
+            flat == list(range(cfg.n_clients)),
+            f"partition must split clients 0..{cfg.n_clients - 1} into disjoint groups; "
+            f"got {cfg.partition}",
+        )
     need(
         cfg.device in ("cpu", "cuda", "auto") or cfg.device.startswith("cuda:"),
         f"device must be auto, cpu or cuda; got {cfg.device!r}",
@@ -194,9 +205,17 @@ def arrival_epochs(cfg: RunConfig) -> np.ndarray:
     if cfg.new_clients > 0:
         for i in range(start, cfg.n_clients):
             arrive[i] = cfg.join_every * (1 + (i - start) // cfg.new_clients)
-    elif start < cfg.n_clients:
-        raise ValueError("initial_clients < n_clients needs new_clients > 0")
+    else:  # no arrivals: clients past `initial_clients` never join (same data, fewer clients)
+        arrive[start:] = cfg.epochs
     return arrive
+
+
+def parse_partition(text: str) -> list:
+    """``"0,1|2"`` -> ``[[0, 1], [2]]`` (the command line's ``--partition``)."""
+    try:
+        return [sorted(int(i) for i in g.split(",")) for g in text.split("|")]
+    except ValueError:
+        raise ValueError(f"partition must look like '0,1|2'; got {text!r}") from None
 
 
 def _rotate(i, x, n_clients):
@@ -213,8 +232,9 @@ def build_clients(cfg: RunConfig) -> list:
         if not sets:
             raise ValueError("the digit task needs at least one domain")
         parts = domain_split({d: len(s) for d, s in sets.items()}, n, cfg.samples, rng)
+        size, channels = MODEL_INPUT[cfg.model]
         return [
-            make_clients(sets[dom], [idx], cfg.train_ratio, rng, 28, 3, [dom])[0]
+            make_clients(sets[dom], [idx], cfg.train_ratio, rng, size, channels, [dom])[0]
             for dom, idx in parts
         ]
     if cfg.task == "rotated-digits":
@@ -222,10 +242,16 @@ def build_clients(cfg: RunConfig) -> list:
         parts = even_split(len(ds), n, cfg.samples, rng)
         doms = [f"rot{90 * ((i * 4) // n)}" for i in range(n)]
         return make_clients(
-            ds, parts, cfg.train_ratio, rng, 8, 1, doms, transform=lambda i, x: _rotate(i, x, n)
+            ds,
+            parts,
+            cfg.train_ratio,
+            rng,
+            *MODEL_INPUT[cfg.model],
+            doms,
+            transform=lambda i, x: _rotate(i, x, n),
         )
     ds = load_dataset(cfg.dataset, **kw)
-    size, channels = (32, 3) if cfg.model == "cifar_cnn" else (28, 1)
+    size, channels = MODEL_INPUT[cfg.model]
     if cfg.task == "fmnist":
         parts = iid_halfnormal(len(ds), n, n * cfg.samples, rng)
     elif cfg.task == "cifar10":
@@ -238,3 +264,52 @@ def build_clients(cfg: RunConfig) -> list:
     else:  # pragma: no cover - make_config rejects unknown tasks
         raise ValueError(f"unknown task {cfg.task!r}")
     return make_clients(ds, parts, cfg.train_ratio, rng, size, channels)
+
+
+def _found(name, data_root=None) -> bool:
+    from .data import DataNotFoundError
+
+    try:
+        load_dataset(name, data_root=data_root, download=True)
+        return True
+    except DataNotFoundError:
+        return False
+
+
+def available_source(task: str, data_root=None):
+    """Settings that let ``task`` run on the data this machine has, and a note saying so.
+
+    The Digit task keeps the paper's domains that are found; FMNIST falls back to MNIST;
+    CIFAR-10 and the motivating example fall back to scikit-learn's digits (with the small
+    network). Returns ``(overrides, note)``; ``note`` is empty when nothing was swapped.
+    """
+    if task == "digit":
+        found = [d for d in PAPER_DOMAINS if _found(d, data_root)]
+        if not found:
+            return {"domains": ["digits"], "model": "digit_cnn"}, (
+                "no Digit domain found: using scikit-learn's digits as the only domain"
+            )
+        missing = [d for d in PAPER_DOMAINS if d not in found]
+        note = f"Digit domains found: {', '.join(found)}" + (
+            f"; missing (not downloadable here): {', '.join(missing)}" if missing else ""
+        )
+        return {"domains": found}, note if missing else ""
+    if task == "fmnist":
+        for name, note in (
+            ("fashion_mnist", ""),
+            ("mnist", "Fashion-MNIST not found: MNIST in its place"),
+        ):
+            if _found(name, data_root):
+                return {"dataset": name}, note
+        return {"dataset": "digits", "model": "small_digits"}, (
+            "neither Fashion-MNIST nor MNIST found: scikit-learn's digits in their place"
+        )
+    if task in ("cifar10", "motivating"):
+        if _found("cifar10", data_root):
+            return {}, ""
+        return {"dataset": "digits", "model": "small_digits"}, (
+            "CIFAR-10 not found: scikit-learn's digits (and the small network) in its place"
+        )
+    if task in TASKS:
+        return {}, ""
+    raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")

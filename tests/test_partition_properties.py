@@ -3,9 +3,9 @@
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from naive import group_utility, naive_partition
 
 from hcct_lite.partition import client_partition, optimal_partition
+from hcct_lite.reference import group_utility, naive_partition
 from hcct_lite.synthetic import clustered_updates
 
 ALPHAS = [0.0, 1.0, 10.0, 100.0, 1000.0, "size"]

@@ -1,7 +1,9 @@
 """The paper's Algorithm 2 written out directly: flattened vectors, cached benefits.
 
-Independent of the library's Gram-matrix implementation: the tests check that both
-make the same decisions, and benchmarks/bench_partition.py times one against the other.
+This is the algorithm as a reader of the paper would code it, kept deliberately apart
+from the Gram-matrix implementation in :mod:`hcct_lite.partition` (it shares no code with
+it): the tests check that both make the same decisions, the notebooks and
+``benchmarks/bench_partition.py`` time one against the other.
 """
 
 import numpy as np
@@ -29,7 +31,11 @@ def group_utility(vectors, sizes, alpha, members):
 
 
 def naive_partition(vectors, sizes, alpha, num_groups=None):
-    """Return (groups, benefits) of the greedy merge. ``alpha`` is an (N,) array."""
+    """Greedy merge on (N, M) ``vectors``; ``alpha`` is an (N,) array.
+
+    Returns ``(groups, benefits)``: the final groups (lists of client indices, ordered by
+    smallest member) and the benefit of each merge.
+    """
     vectors = [np.asarray(v, dtype=np.float64).ravel() for v in vectors]
     sizes = [float(s) for s in sizes]
     n = len(vectors)
@@ -58,3 +64,31 @@ def naive_partition(vectors, sizes, alpha, num_groups=None):
         del groups[y]
         benefits.append(best)
     return groups, benefits
+
+
+def compare_speed(n, m, alpha=100.0, noise=0.5, seed=0, run_naive=True):
+    """Time :func:`naive_partition` against ``client_partition`` on a clustered federation.
+
+    Returns a dict with ``N``, ``M``, ``groups``, ``fast`` and ``gram`` seconds (the bare
+    float64 Gram matrix, for scale) and, with ``run_naive``, ``naive`` seconds and
+    ``same`` (identical groups).
+    """
+    import time
+
+    from .partition import client_partition
+    from .synthetic import clustered_updates
+
+    k = max(2, n // 5)
+    cluster_sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+    updates, sizes, _ = clustered_updates(cluster_sizes, m, noise=noise, seed=seed)
+    t0 = time.perf_counter()
+    updates @ updates.T
+    t1 = time.perf_counter()
+    p = client_partition(updates, sizes, alpha)
+    t2 = time.perf_counter()
+    row = {"N": n, "M": m, "groups": p.n_groups, "gram": t1 - t0, "fast": t2 - t1}
+    if run_naive:
+        groups, _ = naive_partition(updates, sizes, np.full(n, float(alpha)))
+        row["naive"] = time.perf_counter() - t2
+        row["same"] = groups == p.groups
+    return row

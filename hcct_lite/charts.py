@@ -1,0 +1,107 @@
+"""Figures of the experiments: Table 1's patterns, learning curves, alpha, fixed K, cosines."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "plot_pattern_bars",
+    "plot_curves",
+    "plot_alpha_ratio",
+    "plot_fixed_k",
+    "plot_cosines_side_by_side",
+]
+
+
+def _axes(ax, size=(6, 3.5)):
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=size)
+    return ax
+
+
+def plot_pattern_bars(ours: dict, paper: dict | None = None, ax=None):
+    """Grouped bars: per-client test error of each collaboration pattern.
+
+    Parameters
+    ----------
+    ours : pattern -> (N,) per-client mean test error
+    paper : pattern -> {"clients": [(mean, std), ...]}, drawn as black ticks (optional)
+    """
+    ax = _axes(ax, (7, 3.5))
+    patterns = list(ours)
+    n = len(next(iter(ours.values())))
+    width = 0.8 / len(patterns)
+    for k, pat in enumerate(patterns):
+        x = np.arange(n) + (k - (len(patterns) - 1) / 2) * width
+        ax.bar(x, ours[pat], width, label=pat, color=f"C{k}")
+        if paper and pat in paper:
+            ref = [m for m, _ in paper[pat]["clients"]]
+            ax.scatter(
+                x, ref, marker="_", s=200, color="k", zorder=3, label="paper" if k == 0 else None
+            )
+    ax.set_xticks(range(n), [f"client {i + 1}" for i in range(n)])
+    ax.set_ylabel("test error (%)")
+    ax.legend(fontsize=8, ncol=3)
+    return ax
+
+
+def plot_curves(curves: dict, ax=None, ylabel="mean test error (%)"):
+    """Lines ``label -> (epochs,) values``; e.g. mean test error per epoch (Fig. 4)."""
+    ax = _axes(ax)
+    for label, ys in curves.items():
+        ax.plot(np.arange(len(ys)), ys, label=label)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_alpha_ratio(errors: dict, ax=None):
+    """Fig. 5: mean test error against alpha, one line per train ratio.
+
+    ``errors``: ``(train_ratio, alpha) -> mean test error``.
+    """
+    ax = _axes(ax)
+    for ratio in sorted({r for r, _ in errors}):
+        alphas = sorted(a for r, a in errors if r == ratio)
+        ax.plot(
+            alphas, [errors[(ratio, a)] for a in alphas], marker="o", label=f"train ratio {ratio:g}"
+        )
+    ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_xlabel("alpha")
+    ax.set_ylabel("mean test error (%)")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_fixed_k(ks, errors, utilities=None, ax=None):
+    """Fig. 6: mean test error (and total utility, right axis) against the fixed K."""
+    ax = _axes(ax)
+    ax.plot(ks, errors, marker="o", color="C0", label="mean test error")
+    ax.set_xlabel("number of groups K")
+    ax.set_ylabel("mean test error (%)", color="C0")
+    if utilities is not None:
+        right = ax.twinx()
+        right.plot(ks, utilities, marker="s", color="C3", label="total utility")
+        right.set_ylabel("total utility", color="C3")
+    return ax
+
+
+def plot_cosines_side_by_side(matrices: dict, labels=None, axes=None):
+    """Heatmaps of update cosine matrices, e.g. with and without batch-norm buffers."""
+    import matplotlib.pyplot as plt
+
+    if axes is None:
+        _, axes = plt.subplots(1, len(matrices), figsize=(4.2 * len(matrices), 3.6))
+    axes = np.atleast_1d(axes)
+    for ax, (title, m) in zip(axes, matrices.items(), strict=True):
+        im = ax.imshow(np.asarray(m), vmin=-1, vmax=1, cmap="RdBu")
+        n = len(m)
+        names = labels if labels is not None else [str(i) for i in range(n)]
+        ax.set_xticks(range(n), names, rotation=90, fontsize=7)
+        ax.set_yticks(range(n), names, fontsize=7)
+        ax.set_title(title, fontsize=9)
+    plt.colorbar(im, ax=list(axes), shrink=0.8)
+    return axes

@@ -1,0 +1,79 @@
+"""Algorithm 2 step by step: the benefit of every pair of groups at every merge.
+
+For teaching and plotting: :func:`merge_steps` replays :func:`client_partition` and, at
+each step, reports the full benefit matrix the algorithm chose from. It recomputes group
+utilities from the Gram matrix directly (O(K^2) groups per step), which is fine for the
+small federations one draws as heatmaps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .partition import _Context, _group_utilities, client_partition
+from .updates import gram_matrix, validate_alpha, validate_sizes
+
+__all__ = ["MergeStep", "merge_steps", "pair_benefits"]
+
+
+@dataclass
+class MergeStep:
+    """The state of the greedy merge before one step.
+
+    Attributes
+    ----------
+    groups : list[list[int]], the current groups, ordered by smallest member
+    benefits : numpy.ndarray (K, K), symmetric; ``benefits[a, b]`` is the benefit of merging
+        groups a and b (NaN on the diagonal)
+    chosen : (a, b) indices into ``groups`` of the merged pair, or None where the
+        algorithm stops (no benefit > 0, or one group left)
+    benefit : the chosen benefit (NaN where it stops)
+    """
+
+    groups: list
+    benefits: np.ndarray
+    chosen: tuple | None
+    benefit: float
+
+
+def _benefit_matrix(ctx, groups):
+    util = [float(_group_utilities(ctx, g).sum()) for g in groups]
+    k = len(groups)
+    out = np.full((k, k), np.nan)
+    for a in range(k):
+        for b in range(a + 1, k):
+            merged = sorted(groups[a] + groups[b])
+            out[a, b] = out[b, a] = float(_group_utilities(ctx, merged).sum()) - util[a] - util[b]
+    return out
+
+
+def merge_steps(updates, sizes, alpha=1.0, num_groups=None) -> list:
+    """Replay the greedy merge; return one :class:`MergeStep` per step, the stop included.
+
+    Parameters are those of :func:`hcct_lite.partition.client_partition`.
+    """
+    p = client_partition(updates, sizes, alpha, num_groups)
+    gram = gram_matrix(updates)
+    d = validate_sizes(sizes, gram.shape[0])
+    ctx = _Context(gram=gram, sizes=d, alpha=validate_alpha(alpha, d))
+    groups = [[i] for i in range(gram.shape[0])]
+    steps = []
+    for m in p.merges:
+        a = next(k for k, g in enumerate(groups) if g[0] == m.left[0])
+        b = next(k for k, g in enumerate(groups) if g[0] == m.right[0])
+        steps.append(
+            MergeStep([list(g) for g in groups], _benefit_matrix(ctx, groups), (a, b), m.benefit)
+        )
+        groups[a] = sorted(groups[a] + groups[b])
+        del groups[b]
+    steps.append(
+        MergeStep([list(g) for g in groups], _benefit_matrix(ctx, groups), None, float("nan"))
+    )
+    return steps
+
+
+def pair_benefits(updates, sizes, alpha=1.0) -> np.ndarray:
+    """(N, N) benefit of merging each pair of singleton clients (NaN on the diagonal)."""
+    return merge_steps(updates, sizes, alpha, num_groups=None)[0].benefits

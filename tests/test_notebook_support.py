@@ -1,0 +1,122 @@
+"""Helpers the notebooks call: motivating example, paper tables, charts, notebook stripping."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from nbformat.v4 import new_code_cell, new_notebook, new_output  # noqa: E402
+
+from hcct_lite.charts import (  # noqa: E402
+    plot_alpha_ratio,
+    plot_cosines_side_by_side,
+    plot_curves,
+    plot_fixed_k,
+    plot_pattern_bars,
+)
+from hcct_lite.experiments import settings_dir  # noqa: E402
+from hcct_lite.motivating import PATTERNS, pattern_means, table1  # noqa: E402
+from hcct_lite.notebook_tools import strip_notebook  # noqa: E402
+from hcct_lite.paper import TABLE1, TABLE3, TABLE4  # noqa: E402
+from hcct_lite.results import beside_paper  # noqa: E402
+from hcct_lite.tasks import available_source, make_config, parse_partition  # noqa: E402
+
+
+def fake(task, scheme, seed, errors):
+    e = np.asarray(errors, dtype=float)
+    return {
+        "task": task,
+        "scheme": scheme,
+        "seed": seed,
+        "final": {
+            "client_test_error": e.tolist(),
+            "mean": e.mean(),
+            "std": e.std(),
+            "min": e.min(),
+            "max": e.max(),
+        },
+    }
+
+
+def test_paper_tables_are_complete():
+    assert set(PATTERNS) == set(TABLE1)
+    assert all(set(v) == {"digit", "fmnist", "cifar10"} for v in TABLE3.values())
+    assert TABLE4["hcct"][0] == TABLE3["hcct"]["digit"][0]
+
+
+def test_table1_and_pattern_means():
+    results = {p: [fake("motivating", "x", s, [10 + s, 20, 30]) for s in (0, 1)] for p in PATTERNS}
+    means = pattern_means(results)
+    np.testing.assert_allclose(means["global"], [10.5, 20, 30])
+    header, rows = table1(results)
+    assert header[1] == "client 1" and rows[0][1] == "10.50 ± 0.50"
+    assert rows[0][-2] == f"{TABLE1['independent']['mean']:.2f}"
+
+
+def test_beside_paper_puts_the_paper_next_to_ours():
+    rs = [fake("digit", "hcct", 0, [10, 30]), fake("digit", "hcct", 1, [20, 40])]
+    (h3, r3), (h4, r4) = beside_paper(rs, ["hcct", "global"], ["digit"])
+    assert h3 == ["scheme", "digit (ours)", "digit (paper)"]
+    assert r3[0] == ["hcct", "25.00 ± 5.00", "20.06 ± 0.66"]
+    assert r3[1][1] == "-" and r3[1][2] == "29.55 ± 1.37"
+    assert r4 == [["hcct", "25.00", "10.00", "15.00", "35.00", "20.06", "13.47", "4.19", "39.44"]]
+
+
+def test_charts_draw():
+    plot_pattern_bars({"a": [1, 2, 3], "b": [3, 2, 1]}, {"a": TABLE1["independent"]})
+    ax = plot_curves({"x": [3, 2, 1]})
+    assert len(ax.get_lines()) == 1
+    ax = plot_alpha_ratio({(0.1, 1.0): 5, (0.1, 10.0): 4, (0.5, 1.0): 3, (0.5, 10.0): 2})
+    assert len(ax.get_lines()) == 2
+    plot_fixed_k([1, 2], [5, 4], [1.0, 2.0])
+    axes = plot_cosines_side_by_side({"a": np.eye(2), "b": np.ones((2, 2))})
+    assert len(axes) == 2
+    plt.close("all")
+
+
+def test_fixed_partition_settings():
+    assert parse_partition("0,1|2") == [[0, 1], [2]]
+    with pytest.raises(ValueError, match="look like"):
+        parse_partition("a|b")
+    with pytest.raises(ValueError, match="partition must split"):
+        make_config("motivating", "fixed", 0, partition=[[0, 1]])
+    assert make_config("motivating", "fixed", 0, partition=[[0, 2], [1]]).partition
+
+
+def test_available_source_without_data(tmp_path, monkeypatch):
+    monkeypatch.setenv("HCCT_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr("hcct_lite.data.default_data_root", lambda: str(tmp_path))
+    monkeypatch.setattr(
+        "hcct_lite.data._load_torchvision", lambda *a: (_ for _ in ()).throw(OSError("offline"))
+    )
+    assert available_source("rotated-digits") == ({}, "")
+    src, note = available_source("cifar10")
+    assert src == {"dataset": "digits", "model": "small_digits"} and "not found" in note
+    src, note = available_source("digit")
+    assert src["domains"] == ["digits"] and "no Digit domain" in note
+    with pytest.raises(ValueError, match="unknown task"):
+        available_source("imagenet")
+
+
+def test_settings_dir_depends_on_settings():
+    a = settings_dir("runs/x", epochs=2, seeds=[0])
+    assert a == settings_dir("runs/x", seeds=[0], epochs=2)
+    assert a != settings_dir("runs/x", epochs=3, seeds=[0]) and a.startswith("runs/x-")
+
+
+def test_strip_keeps_only_checked_outputs(tmp_path):
+    out = new_output("stream", name="stdout", text="42\n")
+    nb = new_notebook(
+        cells=[
+            new_code_cell("# NBVAL_CHECK_OUTPUT\nprint(42)", outputs=[out], execution_count=1),
+            new_code_cell("print(1)", outputs=[out], execution_count=2),
+        ]
+    )
+    nb.metadata["widgets"] = {"state": {}}
+    strip_notebook(nb)
+    assert nb.cells[0].outputs[0]["text"] == "42\n" and nb.cells[1].outputs == []
+    assert nb.cells[1].execution_count is None and "widgets" not in nb.metadata
+    nbformat.validate(nb)
