@@ -19,7 +19,7 @@ from .schemes import ServerView, make_scheme
 from .tasks import RunConfig, arrival_epochs, build_clients
 from .updates import cosine_matrix
 
-__all__ = ["run_experiment", "resolve_device"]
+__all__ = ["run_experiment", "resolve_device", "LocalBackend"]
 
 _INFO_KEYS = ("total_utility", "layer", "participants")
 
@@ -49,7 +49,42 @@ def _summary(errors) -> dict:
     }
 
 
-def run_experiment(cfg: RunConfig, progress: bool = True, clients=None) -> dict:
+class LocalBackend:
+    """All clients in this process: their data, local SGD and evaluation.
+
+    The engine talks to clients only through a backend: ``sizes`` (N,), ``domains``,
+    ``train(starts, lr, epoch) -> {i: LocalResult}``, ``evaluate(states) -> {i: error %}``
+    and ``probe(i, state) -> (loss, accuracy)`` on client i's training data. A backend may
+    return fewer results than asked for (a client that did not answer); the engine then
+    leaves that client out of the epoch. :mod:`hcct_lite.flower` provides a backend whose
+    clients are Flower ClientApps.
+    """
+
+    def __init__(self, cfg: RunConfig, clients, model, device):
+        if len(clients) != cfg.n_clients:
+            raise ValueError(f"expected {cfg.n_clients} clients, got {len(clients)}")
+        self.clients = clients
+        self.model = model
+        self.trainer = SGDTrainer(
+            model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed, device
+        )
+        self.sizes = np.array([c.size for c in clients], dtype=np.int64)
+        self.domains = [c.domain for c in clients]
+
+    def train(self, starts: dict, lr: float, epoch: int) -> dict:
+        return self.trainer.train(starts, {i: self.clients[i] for i in starts}, lr, epoch)
+
+    def evaluate(self, states: dict) -> dict:
+        return {
+            i: evaluate(self.model, st, self.clients[i].x_test, self.clients[i].y_test)[1]
+            for i, st in states.items()
+        }
+
+    def probe(self, i: int, state: dict) -> tuple:
+        return evaluate(self.model, state, self.clients[i].x_train, self.clients[i].y_train)
+
+
+def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=None) -> dict:
     """Run one experiment and return its JSON-ready result.
 
     Parameters
@@ -57,36 +92,33 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None) -> dict:
     cfg : RunConfig (see :func:`hcct_lite.tasks.make_config`)
     progress : show a tqdm progress bar
     clients : optional prebuilt list of ClientData (default: ``build_clients(cfg)``)
+    backend : optional client backend (default: :class:`LocalBackend` over ``clients``)
 
     Returns
     -------
     dict with ``task``, ``scheme``, ``seed``, ``config``, ``history`` (per epoch: ``epoch``,
-    ``lr``, ``groups``, ``client_test_error`` in %, ``mean_test_error``, ...), ``final``
-    (last epoch: ``client_test_error``, ``mean``, ``std``, ``min``, ``max``, and
-    ``best_over_epochs``: each client's lowest error over all epochs, selected on the test
-    split as the authors' code reports it) and ``seconds``.
+    ``lr``, ``groups``, ``client_test_error`` in % (null for a client that did not answer),
+    ``mean_test_error``, ``missing``, ...), ``final`` (last epoch: ``client_test_error``,
+    ``mean``, ``std``, ``min``, ``max``, and ``best_over_epochs``: each client's lowest error
+    over all epochs, selected on the test split as the authors' code reports it) and
+    ``seconds``.
     """
     t0 = time.perf_counter()
     device = resolve_device(cfg.device)
-    clients = build_clients(cfg) if clients is None else clients
-    if len(clients) != cfg.n_clients:
-        raise ValueError(f"expected {cfg.n_clients} clients, got {len(clients)}")
-    arrive = arrival_epochs(cfg)
     model = _model_init(cfg, 0, device)
     init_state = clone_state(model.state_dict())
-    trainer = SGDTrainer(
-        model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed, device
-    )
-    sizes = np.array([c.size for c in clients], dtype=np.int64)
-
-    def probe(i, state):
-        return evaluate(model, state, clients[i].x_train, clients[i].y_train)
+    if backend is None:
+        backend = LocalBackend(
+            cfg, build_clients(cfg) if clients is None else clients, model, device
+        )
+    arrive = arrival_epochs(cfg)
+    sizes = np.asarray(backend.sizes, dtype=np.int64)
 
     def fresh_state(k):
         return clone_state(_model_init(cfg, k, device).state_dict())
 
     server = ServerView(
-        cfg, [], set(), sizes, {}, {}, init_state, head_names(model), probe, fresh_state
+        cfg, [], set(), sizes, {}, {}, init_state, head_names(model), backend.probe, fresh_state
     )
     scheme = make_scheme(cfg.scheme)
     scheme.setup(server)
@@ -97,44 +129,56 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None) -> dict:
 
         # disable=None: no bar when output is not a terminal (logs, CI)
         bar = tqdm(bar, desc=f"{cfg.task}/{cfg.scheme}/seed {cfg.seed}", leave=False, disable=None)
+    missing: set = set()
     for t in bar:
+        t_epoch = time.perf_counter()
         server.active = [i for i in range(cfg.n_clients) if arrive[i] <= t]
         server.new = {i for i in server.active if arrive[i] == t}
+        server.absent = missing  # did not answer last epoch: left out of the partition
         for i in server.new:
             server.states[i] = init_state
-        t_epoch = time.perf_counter()
         lr = cfg.lr * cfg.lr_decay**t
         plan = scheme.plan(t, server)
-        results = trainer.train(plan.start, {i: clients[i] for i in plan.start}, lr, t)
+        results = backend.train(plan.start, lr, t)
+        missing = set(plan.start) - set(results)
+        if missing:  # aggregate over the clients that answered; the others keep their model
+            plan.groups = [[i for i in g if i in results] for g in plan.groups]
+            plan.groups = [g for g in plan.groups if g]
         server.updates.update({i: r.update for i, r in results.items()})
         server.states.update(scheme.aggregate(t, server, plan, results))
-        errors = [
-            evaluate(model, server.states[i], clients[i].x_test, clients[i].y_test)[1]
-            for i in server.active
-        ]
+        tested = backend.evaluate({i: server.states[i] for i in server.active if i not in missing})
+        errors = [tested.get(i) for i in server.active]
+        answered = [e for e in errors if e is not None]
         entry = {
             "epoch": t,
             "lr": lr,
             "groups": [list(map(int, g)) for g in plan.groups],
             "n_groups": len(plan.groups),
             "client_test_error": errors,
-            "mean_test_error": float(np.mean(errors)),
-            "train_loss": [results[i].train_loss for i in server.active],
-            "seconds": time.perf_counter() - t_epoch,
+            "mean_test_error": float(np.mean(answered)) if answered else None,
+            "train_loss": [results[i].train_loss if i in results else None for i in server.active],
+            "missing": sorted(missing | (set(server.active) - set(tested))),
         }
         entry.update({k: v for k, v in plan.info.items() if k in _INFO_KEYS})
         if cfg.record_cosines:  # pairwise cosines of this epoch's updates, clients sorted
             ids = sorted(results)
             entry["update_cosines"] = cosine_matrix([results[i].update for i in ids]).tolist()
             entry["update_clients"] = ids
+        entry["seconds"] = time.perf_counter() - t_epoch
         history.append(entry)
-        if progress:
+        if progress and answered:
             bar.set_postfix(error=f"{entry['mean_test_error']:.2f}%", groups=len(plan.groups))
-    final = _summary(history[-1]["client_test_error"])
-    best = [
-        min(h["client_test_error"][i] for h in history if i < len(h["client_test_error"]))
-        for i in range(len(final["client_test_error"]))
-    ]
+    last = [e for e in history[-1]["client_test_error"] if e is not None]
+    final = _summary(last)
+    best = []
+    for i in range(len(history[-1]["client_test_error"])):
+        seen = [
+            h["client_test_error"][i]
+            for h in history
+            if i < len(h["client_test_error"]) and h["client_test_error"][i] is not None
+        ]
+        if seen:
+            best.append(min(seen))
     final["best_over_epochs"] = {
         "note": "each client's lowest test error over all epochs "
         "(selected on the test split, as the authors' code)",
@@ -146,7 +190,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None) -> dict:
         "seed": cfg.seed,
         "config": cfg.to_dict(),
         "sizes": sizes.tolist(),
-        "domains": [c.domain for c in clients],
+        "domains": list(backend.domains),
         "history": history,
         "final": final,
         "seconds": time.perf_counter() - t0,

@@ -49,6 +49,7 @@ class ServerView:
     head: list
     probe: object
     fresh_state: object
+    absent: set = field(default_factory=set)  # did not answer last epoch
 
 
 def weighted_average(states: list, weights) -> dict:
@@ -180,7 +181,11 @@ class HCCT(GroupScheme):
         return [server.updates[i] for i in clients]
 
     def groups(self, t, server):
-        known = [i for i in server.active if i in server.updates and i not in server.new]
+        known = [
+            i
+            for i in server.active
+            if i in server.updates and i not in server.new and i not in server.absent
+        ]
         if t == 0 or len(known) == 0:
             self.info = {}
             return [[i] for i in server.active]

@@ -1,0 +1,131 @@
+"""The ClientApp: hcct-lite's local training on this node's own data.
+
+A node is a silo. Its data are chosen by the node config: ``partition-id`` picks client
+``partition-id`` of the task's federation (simulation, tests), or ``data-path`` points
+to an ``.npz`` with ``x_train``, ``y_train``, ``x_test``, ``y_test`` float/int arrays
+(a real silo). The reply carries the trained model and the sample count, never data.
+HCCT-P's personal head stays in the node's context between rounds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
+from flwr.clientapp import ClientApp
+
+from ..client import SGDTrainer, evaluate
+from ..federation import ClientData
+from ..models import build_model, head_names
+from ..tasks import build_clients
+from .common import config_from_run_config, config_from_text, from_record, to_record
+
+__all__ = ["make_client_app", "app"]
+
+_DATA_CACHE: dict = {}  # one federation build per process and configuration
+
+
+def _client_data(cfg, context: Context) -> tuple:
+    node = context.node_config
+    if "data-path" in node and node["data-path"]:
+        path = str(node["data-path"])
+        if path not in _DATA_CACHE:
+            with np.load(path) as d:
+                _DATA_CACHE[path] = ClientData(
+                    torch.as_tensor(d["x_train"], dtype=torch.float32),
+                    torch.as_tensor(d["y_train"], dtype=torch.int64),
+                    torch.as_tensor(d["x_test"], dtype=torch.float32),
+                    torch.as_tensor(d["y_test"], dtype=torch.int64),
+                    path,
+                )
+        return int(node.get("partition-id", 0)), _DATA_CACHE[path]
+    if "partition-id" not in node:
+        raise ValueError("node config needs partition-id (or data-path for a real silo)")
+    i = int(node["partition-id"])
+    key = (
+        cfg.task,
+        cfg.dataset,
+        cfg.model,
+        cfg.seed,
+        cfg.n_clients,
+        cfg.samples,
+        cfg.train_ratio,
+        tuple(cfg.domains),
+    )
+    if key not in _DATA_CACHE:
+        _DATA_CACHE[key] = build_clients(cfg)
+    return i, _DATA_CACHE[key][i]
+
+
+def _keep_head(cfg, model, state: dict, context: Context) -> dict:
+    """HCCT-P: train and evaluate with this node's own head, kept in its context."""
+    if cfg.scheme != "hcct-p" or "head" not in context.state:
+        return state
+    own = from_record(context.state["head"])
+    return {**state, **{k: own[k] for k in head_names(model)}}
+
+
+def make_client_app(cfg=None) -> ClientApp:
+    """A ClientApp; with ``cfg`` fixed (simulation), else read from the run config."""
+    app = ClientApp()
+
+    def setup(msg: Message, context: Context):
+        c = cfg
+        if c is None:
+            text = msg.content["config"].get("config-json") if "config" in msg.content else None
+            c = config_from_text(text) if text else config_from_run_config(context.run_config)
+        model = build_model(c.model)
+        return c, model, *_client_data(c, context)
+
+    @app.query()
+    def query(msg: Message, context: Context) -> Message:
+        c, _, i, data = setup(msg, context)
+        return Message(
+            RecordDict({"info": MetricRecord({"partition-id": i, "num-examples": data.size})}),
+            reply_to=msg,
+        )
+
+    @app.train()
+    def train(msg: Message, context: Context) -> Message:
+        c, model, i, data = setup(msg, context)
+        conf = msg.content["config"]
+        start = _keep_head(c, model, from_record(msg.content["model"]), context)
+        trainer = SGDTrainer(model, c.local_epochs, c.batch_size, seed=c.seed)
+        res = trainer.train_one(start, data, float(conf["lr"]), int(conf["epoch"]), i)
+        if c.scheme == "hcct-p":
+            context.state["head"] = ArrayRecord(
+                {k: res.state[k].detach().clone() for k in head_names(model)}
+            )
+        metrics = MetricRecord(
+            {
+                "num-examples": res.n_samples,
+                "train-loss": res.train_loss,
+                "train-acc": res.train_acc,
+            }
+        )
+        return Message(
+            RecordDict({"model": to_record(res.state), "metrics": metrics}), reply_to=msg
+        )
+
+    @app.evaluate()
+    def evaluate_(msg: Message, context: Context) -> Message:
+        c, model, _, data = setup(msg, context)
+        state = _keep_head(c, model, from_record(msg.content["model"]), context)
+        on_train = msg.content["config"].get("split", "test") == "train"
+        x, y = (data.x_train, data.y_train) if on_train else (data.x_test, data.y_test)
+        loss, error = evaluate(model, state, x, y)
+        return Message(
+            RecordDict(
+                {
+                    "metrics": MetricRecord(
+                        {"loss": loss, "error": error, "num-examples": int(y.shape[0])}
+                    )
+                }
+            ),
+            reply_to=msg,
+        )
+
+    return app
+
+
+app = make_client_app()

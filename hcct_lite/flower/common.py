@@ -1,0 +1,78 @@
+"""What server and clients share: the run configuration and state <-> record conversion."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from flwr.app import ArrayRecord
+
+from ..tasks import RunConfig, make_config
+
+__all__ = [
+    "config_to_text",
+    "config_from_text",
+    "config_from_run_config",
+    "to_record",
+    "from_record",
+]
+
+
+_DEFAULT_IF_NOT_POSITIVE = {
+    "epochs",
+    "n_clients",
+    "samples",
+    "alpha",
+    "local_epochs",
+    "batch_size",
+    "lr",
+    "train_ratio",
+}
+
+
+def config_to_text(cfg: RunConfig) -> str:
+    return json.dumps(cfg.to_dict(), sort_keys=True)
+
+
+def config_from_text(text: str) -> RunConfig:
+    d = json.loads(text)
+    task, scheme, seed = d.pop("task"), d.pop("scheme"), d.pop("seed")
+    return make_config(task, scheme, seed, **d)
+
+
+def config_from_run_config(run_config) -> RunConfig:
+    """A RunConfig from a Flower run config: ``task``, ``scheme``, ``seed`` and any other
+    RunConfig field (e.g. ``epochs``, ``alpha``), or ``config-json`` with all of them."""
+    rc = dict(run_config)
+    if "config-json" in rc and rc["config-json"]:
+        return config_from_text(str(rc["config-json"]))
+    names = {k.replace("-", "_"): v for k, v in rc.items()}
+    task = names.pop("task", "rotated-digits")
+    scheme = names.pop("scheme", "hcct")
+    seed = int(names.pop("seed", 0))
+    known = set(RunConfig.__dataclass_fields__)
+    # 0 (or a negative alpha) in the app's pyproject means "the task's default"
+    overrides = {
+        k: v
+        for k, v in names.items()
+        if k in known
+        and not (
+            isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and v <= 0
+            and k in _DEFAULT_IF_NOT_POSITIVE
+        )
+    }
+    if isinstance(overrides.get("domains"), str):
+        overrides["domains"] = overrides["domains"].split()
+    return make_config(task, scheme, seed, **overrides)
+
+
+def to_record(state: dict) -> ArrayRecord:
+    """A model state (name -> tensor) as a Flower ArrayRecord."""
+    return ArrayRecord({k: v.detach().cpu().contiguous() for k, v in state.items()})
+
+
+def from_record(record: ArrayRecord) -> dict:
+    """An ArrayRecord back to a state dict of tensors."""
+    return {k: torch.as_tensor(v) for k, v in record.to_torch_state_dict().items()}

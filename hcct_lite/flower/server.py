@@ -1,0 +1,159 @@
+"""The ServerApp: the library's training loop, with Flower ClientApps as its clients.
+
+:class:`FlowerBackend` is a client backend for :func:`hcct_lite.engine.run_experiment`:
+it sends each client the model the scheme chose for it (its group's model) with the
+Message API and turns the replies into the engine's ``LocalResult``. The partition
+(``client_partition``), the aggregation (``weighted_average``) and the schemes are the
+library's own, unchanged. A client that does not answer within ``round_timeout`` seconds
+is left out of that epoch: it keeps its last model and sits out the next partition.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.serverapp import Grid, ServerApp
+
+from ..client import LocalResult, update_of
+from ..engine import run_experiment
+from ..models import build_model
+from ..results import write_json
+from .common import config_from_run_config, config_to_text, from_record, to_record
+
+__all__ = ["FlowerBackend", "make_server_app", "app"]
+
+
+class FlowerBackend:
+    """Clients reached through a Flower ``Grid`` (simulation or SuperLink).
+
+    Parameters
+    ----------
+    grid : flwr.serverapp.Grid
+    cfg : RunConfig shared with the clients (sent with every message)
+    round_timeout : seconds to wait for the replies of one round
+    wait_nodes : seconds to wait for ``cfg.n_clients`` nodes to connect
+    """
+
+    def __init__(self, grid: Grid, cfg, round_timeout: float = 120.0, wait_nodes: float = 120.0):
+        self.grid, self.cfg, self.timeout = grid, cfg, round_timeout
+        self.config_text = config_to_text(cfg)
+        model = build_model(cfg.model)
+        self.update_names = (
+            list(model.state_dict())
+            if cfg.update_includes_buffers
+            else [k for k, _ in model.named_parameters()]
+        )
+        self.node_of, sizes = self._discover(wait_nodes)
+        self.sizes = np.array([sizes[i] for i in range(cfg.n_clients)], dtype=np.int64)
+        self.domains = [f"node {self.node_of[i]}" for i in range(cfg.n_clients)]
+
+    def _discover(self, wait: float):
+        deadline = time.monotonic() + wait
+        while True:
+            nodes = list(self.grid.get_node_ids())
+            if len(nodes) >= self.cfg.n_clients or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        replies = self._round({n: RecordDict() for n in nodes}, "query")
+        node_of, sizes = {}, {}
+        for node, reply in replies.items():
+            info = reply.content["info"]
+            i = int(info["partition-id"])
+            node_of[i], sizes[i] = node, int(info["num-examples"])
+        missing = sorted(set(range(self.cfg.n_clients)) - set(node_of))
+        if missing:
+            raise RuntimeError(
+                f"no node answered for clients {missing} ({len(nodes)} node(s) connected)"
+            )
+        return node_of, sizes
+
+    def _round(self, contents: dict, message_type: str, group: str = "") -> dict:
+        """Send ``contents[node]`` to each node; return ``node -> reply`` of those answering.
+
+        Nodes the SuperLink no longer lists as connected are skipped at once, so a client
+        that died costs the round timeout once, not every epoch.
+        """
+        online = set(self.grid.get_node_ids())
+        messages = []
+        for node, content in contents.items():
+            if node not in online:
+                continue
+            content["config"] = ConfigRecord(
+                {**dict(content.get("config", {})), "config-json": self.config_text}
+            )
+            messages.append(
+                Message(content, dst_node_id=node, message_type=message_type, group_id=group)
+            )
+        replies = self.grid.send_and_receive(messages, timeout=self.timeout)
+        return {r.metadata.src_node_id: r for r in replies if not r.has_error()}
+
+    def train(self, starts: dict, lr: float, epoch: int) -> dict:
+        contents = {
+            self.node_of[i]: RecordDict(
+                {"model": to_record(st), "config": ConfigRecord({"lr": lr, "epoch": epoch})}
+            )
+            for i, st in starts.items()
+        }
+        replies = self._round(contents, "train", f"epoch-{epoch}")
+        client_of = {n: i for i, n in self.node_of.items()}
+        out = {}
+        for node, reply in replies.items():
+            i = client_of[node]
+            state = from_record(reply.content["model"])
+            m = reply.content["metrics"]
+            out[i] = LocalResult(
+                state,
+                update_of(starts[i], state, lr, self.update_names),
+                int(m["num-examples"]),
+                float(m["train-loss"]),
+                float(m["train-acc"]),
+            )
+        return out
+
+    def _evaluate(self, states: dict, split: str) -> dict:
+        contents = {
+            self.node_of[i]: RecordDict(
+                {"model": to_record(st), "config": ConfigRecord({"split": split})}
+            )
+            for i, st in states.items()
+        }
+        client_of = {n: i for i, n in self.node_of.items()}
+        return {
+            client_of[n]: r.content["metrics"] for n, r in self._round(contents, "evaluate").items()
+        }
+
+    def evaluate(self, states: dict) -> dict:
+        return {i: float(m["error"]) for i, m in self._evaluate(states, "test").items()}
+
+    def probe(self, i: int, state: dict) -> tuple:
+        m = self._evaluate({i: state}, "train").get(i)
+        if m is None:
+            return float("inf"), 0.0
+        return float(m["loss"]), 1.0 - float(m["error"]) / 100.0
+
+
+def make_server_app(cfg=None, json_path=None, round_timeout=None) -> ServerApp:
+    """A ServerApp running ``cfg`` (or the run config's experiment); the result JSON goes
+    to ``json_path`` (or the run config's ``json-out``) and to ``last_result``."""
+    app = ServerApp()
+    app.last_result = None
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        rc = dict(context.run_config)
+        c = cfg if cfg is not None else config_from_run_config(rc)
+        timeout = round_timeout or float(rc.get("round-timeout", 120.0))
+        backend = FlowerBackend(grid, c, round_timeout=timeout)
+        result = run_experiment(c, progress=False, backend=backend)
+        result["runtime"] = "flower"
+        path = json_path or rc.get("json-out")
+        if path:
+            write_json(str(path), result)
+        app.last_result = result
+
+    return app
+
+
+app = make_server_app()
