@@ -20,7 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["ImageSet", "DataNotFoundError", "load_dataset", "DATASETS", "default_data_root"]
+__all__ = [
+    "ImageSet",
+    "DataNotFoundError",
+    "load_dataset",
+    "find_npz",
+    "DATASETS",
+    "default_data_root",
+]
 
 # name -> (npz file stem, torchvision class name or None)
 DATASETS = {
@@ -148,6 +155,17 @@ def _train_kwargs(cls_name, train):
     return {"train": train}
 
 
+def find_npz(name: str, data_root: str | None = None) -> str | None:
+    """Path of ``<name>.npz`` in ``HCCT_DATA_DIR`` or the data root, else None (no loading)."""
+    stem = DATASETS[canonical_name(name)][0]
+    if stem is None:
+        return None
+    for folder in (os.environ.get("HCCT_DATA_DIR"), data_root or default_data_root()):
+        if folder and os.path.isfile(os.path.join(folder, f"{stem}.npz")):
+            return os.path.join(folder, f"{stem}.npz")
+    return None
+
+
 def load_dataset(name: str, data_root: str | None = None, download: bool = True) -> ImageSet:
     """Load a data set into memory (see the module docstring for where it is looked for).
 
@@ -162,9 +180,9 @@ def load_dataset(name: str, data_root: str | None = None, download: bool = True)
     stem, cls_name = DATASETS[key]
     root = data_root or default_data_root()
     env_dir = os.environ.get("HCCT_DATA_DIR")
-    for folder in (env_dir, root):
-        if folder and os.path.isfile(os.path.join(folder, f"{stem}.npz")):
-            return _load_npz(key, os.path.join(folder, f"{stem}.npz"))
+    path = find_npz(key, data_root)
+    if path is not None:
+        return _load_npz(key, path)
     where = f"HCCT_DATA_DIR={env_dir!r}" if env_dir else "HCCT_DATA_DIR is not set"
     if cls_name is None:
         raise DataNotFoundError(

@@ -92,22 +92,16 @@ def first_updates(cfg):
     sizes : numpy.ndarray (N,) D_i
     clients : list of ClientData
     """
-    import numpy as np
-
-    from .client import SGDTrainer, clone_state
-    from .engine import _model_init, resolve_device
+    from .client import clone_state
+    from .engine import LocalBackend, _model_init, resolve_device
     from .tasks import build_clients
 
     device = resolve_device(cfg.device)
-    clients = build_clients(cfg)
     model = _model_init(cfg, 0, device)
     init = clone_state(model.state_dict())
-    trainer = SGDTrainer(
-        model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed, device
-    )
-    res = trainer.train({i: init for i in range(len(clients))}, dict(enumerate(clients)), cfg.lr, 0)
-    sizes = np.array([c.size for c in clients])
-    return [res[i].update for i in range(len(clients))], sizes, clients
+    backend = LocalBackend(cfg, build_clients(cfg), model, device)
+    res = backend.train({i: init for i in range(cfg.n_clients)}, cfg.lr, 0)
+    return [res[i].update for i in range(cfg.n_clients)], backend.sizes, backend.clients
 
 
 def settings_dir(base: str, **settings) -> str:

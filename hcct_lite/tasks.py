@@ -267,8 +267,10 @@ def build_clients(cfg: RunConfig) -> list:
 
 
 def _found(name, data_root=None) -> bool:
-    from .data import DataNotFoundError
+    from .data import DataNotFoundError, find_npz
 
+    if find_npz(name, data_root) is not None:  # present offline: no need to load it here
+        return True
     try:
         load_dataset(name, data_root=data_root, download=True)
         return True

@@ -46,6 +46,7 @@ class FlowerBackend:
             else [k for k, _ in model.named_parameters()]
         )
         self.node_of, sizes = self._discover(wait_nodes)
+        self.client_of = {n: i for i, n in self.node_of.items()}
         self.sizes = np.array([sizes[i] for i in range(cfg.n_clients)], dtype=np.int64)
         self.domains = [f"node {self.node_of[i]}" for i in range(cfg.n_clients)]
 
@@ -97,10 +98,9 @@ class FlowerBackend:
             for i, st in starts.items()
         }
         replies = self._round(contents, "train", f"epoch-{epoch}")
-        client_of = {n: i for i, n in self.node_of.items()}
         out = {}
         for node, reply in replies.items():
-            i = client_of[node]
+            i = self.client_of[node]
             state = from_record(reply.content["model"])
             m = reply.content["metrics"]
             out[i] = LocalResult(
@@ -119,9 +119,9 @@ class FlowerBackend:
             )
             for i, st in states.items()
         }
-        client_of = {n: i for i, n in self.node_of.items()}
         return {
-            client_of[n]: r.content["metrics"] for n, r in self._round(contents, "evaluate").items()
+            self.client_of[n]: r.content["metrics"]
+            for n, r in self._round(contents, "evaluate").items()
         }
 
     def evaluate(self, states: dict) -> dict:
