@@ -10,33 +10,74 @@ __all__ = ["MAXFL", "IFCA", "FLSC"]
 
 
 class MAXFL(Scheme):
-    """A client trains the global model only when that model beats its own on its data.
+    """MAXFL: a client trains the global model only while that model is appealing to it.
 
-    The server keeps one global model. Epoch 0 every client trains alone from the common
-    initialisation, and the global model takes its first FedAvg step from those models
-    (D-weighted average). From epoch 1, client i joins iff the global model's training
-    loss on its data is strictly below that of the model it holds; members train from the
-    global model and it becomes their D-weighted average; the others train their own.
+    Each client first trains a reference model alone, once, for ``maxfl_reference_epochs``
+    local epochs (50, as the authors' code) at the initial learning rate from the common
+    initialisation: a one-off cost of that many local epochs per client. The global model
+    is appealing to client i when its training loss on i's data is below a threshold
+    built from that reference (``maxfl_threshold``):
+
+    - ``"distance"`` (default): ``||w_ref - w_glob||^2`` over trainable parameters, the
+      paper's Section II ("the difference between the current global model and a local
+      model optimized in an independent training process") and the authors' code;
+    - ``"reference-loss"``: the reference's own training loss, fixed once (Cho et al.'s
+      MaxFL compares two losses).
+
+    Either way the threshold does not depend on the model the client currently holds, so a
+    client that joined stays while the global model stays appealing.
+
+    Epoch 0 every client trains alone from the common initialisation and the global model
+    takes its first FedAvg step from all of them (D-weighted; without it no client could
+    find the untrained model appealing). From epoch 1 the members train from the global
+    model, which becomes the D-weighted average of their trained models and is what they
+    hold; the others continue their own models (independent training).
     """
 
     name = "maxfl"
 
     def setup(self, server):
         self.global_state = None
+        self.reference = {}  # client -> reference state (trained once)
+        self.threshold = {}  # client -> fixed training loss of its reference
+
+    def _train_references(self, server, clients):
+        """Train the reference of each client in ``clients`` (skips those already done)."""
+        cfg = server.cfg
+        todo = [i for i in clients if i not in self.reference]
+        if not todo:
+            return
+        states = {i: server.init_state for i in todo}
+        rounds = -(-cfg.maxfl_reference_epochs // cfg.local_epochs)  # ceil
+        for r in range(rounds):
+            # Negative epoch numbers: shuffling streams apart from the run's own epochs.
+            res = server.train(states, cfg.lr, -(r + 1))
+            states = {i: res[i].state for i in states if i in res}
+        for i, st in states.items():
+            self.reference[i] = st
+            self.threshold[i] = float(server.probe(i, st)[0])
+
+    def appealing(self, server, i) -> bool:
+        loss_global = float(server.probe(i, self.global_state)[0])
+        if server.cfg.maxfl_threshold == "distance":
+            ref = self.reference[i]
+            dist = sum(
+                float(((ref[k].float() - self.global_state[k].float()) ** 2).sum())
+                for k in server.trainable
+            )
+            return loss_global < dist
+        return loss_global < self.threshold[i]
 
     def plan(self, t, server):
+        self._train_references(server, server.active)
         if self.global_state is None:
             return Plan(
                 {i: server.states[i] for i in server.active},
                 [[i] for i in server.active],
                 {"participants": []},
             )
-        joined = []
-        for i in server.active:
-            loss_global, _ = server.probe(i, self.global_state)
-            loss_own, _ = server.probe(i, server.states[i])
-            if loss_global < loss_own:
-                joined.append(i)
+        ready = [i for i in server.active if i in self.threshold]
+        joined = [i for i in ready if self.appealing(server, i)]
         start = {i: (self.global_state if i in joined else server.states[i]) for i in server.active}
         groups = ([joined] if joined else []) + [[i] for i in server.active if i not in joined]
         groups.sort(key=lambda g: g[0])
@@ -44,17 +85,16 @@ class MAXFL(Scheme):
 
     def aggregate(self, t, server, plan, results):
         out = {i: results[i].state for i in results}
-        joined = plan.info["participants"]
         if self.global_state is None:
             members = sorted(results)
+        else:
+            members = [i for i in plan.info["participants"] if i in results]
+        if members:
             self.global_state = weighted_average(
                 [results[i].state for i in members], server.sizes[members]
             )
-        elif joined:
-            self.global_state = weighted_average(
-                [results[i].state for i in joined], server.sizes[joined]
-            )
-            for i in joined:
+        if plan.info["participants"]:
+            for i in members:
                 out[i] = self.global_state
         return out
 

@@ -29,6 +29,14 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr-decay", type=float)
     p.add_argument("--cluster-models", type=int, help="IFCA/FLSC number of cluster models")
     p.add_argument("--soft-groups", type=int, help="FLSC: cluster models per client")
+    p.add_argument(
+        "--maxfl-reference-epochs", type=int, help="MAXFL: local epochs of the reference model"
+    )
+    p.add_argument(
+        "--maxfl-threshold",
+        choices=["distance", "reference-loss"],
+        help="MAXFL: ||w_ref - w_glob||^2 (the paper, default) or the reference's training loss",
+    )
     p.add_argument("--fixed-groups", type=int, help="HCCT family: force exactly K groups")
     p.add_argument("--domains", nargs="+", help="digit task: domains (default the paper's five)")
     p.add_argument("--dataset", help="image source, e.g. mnist for the fmnist task offline")
@@ -66,6 +74,8 @@ OVERRIDES = (
     "cluster_models",
     "soft_groups",
     "fixed_groups",
+    "maxfl_reference_epochs",
+    "maxfl_threshold",
     "domains",
     "dataset",
     "update_includes_buffers",
@@ -95,11 +105,49 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--schemes", nargs="+", default=["all"])
     cmp_.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     cmp_.add_argument("--out", required=True, help="folder for the JSON files and tables")
+    cmp_.add_argument(
+        "--workers", type=int, default=1, help="processes, one torch thread each (default 1)"
+    )
+    rep = sub.add_parser("reproduce", help="the paper's grids at Table 2 settings; resumable")
+    rep.add_argument("--grids", nargs="+", default=["all"], help="grid names, or all")
+    rep.add_argument("--seeds", nargs="+", type=int, help="seeds (default: each grid's own)")
+    rep.add_argument("--out", default="results", help="results folder (default results/)")
+    rep.add_argument("--workers", type=int, default=1, help="processes, one torch thread each")
+    rep.add_argument("--device", default="cpu", help="auto, cpu or cuda (default cpu)")
+    rep.add_argument("--list", action="store_true", help="list the grids and their run counts")
+    rep.add_argument("--no-report", action="store_true", help="do not rewrite the report")
+    rep.add_argument("--report", default="docs/reproduction.md", help="report to regenerate")
     return parser
+
+
+def _reproduce(args) -> int:
+    from .reproduce import GRIDS, grid_jobs, run_jobs
+
+    if args.workers < 1:
+        raise ValueError(f"--workers must be >= 1; got {args.workers}")
+    names = list(GRIDS) if args.grids == ["all"] else args.grids
+    jobs = grid_jobs(names, args.seeds)
+    if args.list:
+        for name in names:
+            print(f"{name:24s} {sum(j.grid == name for j in jobs):4d} runs")
+        return 0
+    run_jobs(jobs, args.out, args.workers, args.device)
+    if not args.no_report:
+        from .report import write_report
+
+        write_report(args.out, args.report)
+        print(f"wrote {args.report}")
+    return 0
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        if args.command == "reproduce":
+            return _reproduce(args)
+    except (ValueError, DataNotFoundError) as err:
+        print(f"hcct-lite: error: {err}", file=sys.stderr)
+        return 2
     overrides = {k: getattr(args, k) for k in OVERRIDES}
     try:
         if args.partition is not None:
@@ -139,7 +187,13 @@ def main(argv=None) -> int:
 
         schemes = list(SCHEMES) if args.schemes == ["all"] else args.schemes
         results = run_grid(
-            args.task, schemes, args.seeds, args.out, progress=not args.quiet, **overrides
+            args.task,
+            schemes,
+            args.seeds,
+            args.out,
+            progress=not args.quiet,
+            workers=args.workers,
+            **overrides,
         )
         print(save_tables(results, schemes, [args.task], args.out))
         return 0

@@ -120,6 +120,8 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
     server = ServerView(
         cfg, [], set(), sizes, {}, {}, init_state, head_names(model), backend.probe, fresh_state
     )
+    server.train = backend.train
+    server.trainable = [k for k, _ in model.named_parameters()]
     scheme = make_scheme(cfg.scheme)
     scheme.setup(server)
     history = []

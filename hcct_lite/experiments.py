@@ -20,30 +20,26 @@ def run_one(task, scheme, seed, json_path=None, progress=True, **overrides) -> d
     return result
 
 
-def run_grid(task, schemes, seeds, out_dir, progress=True, log=print, **overrides) -> list:
+def run_grid(
+    task, schemes, seeds, out_dir, progress=True, log=print, workers=1, **overrides
+) -> list:
     """Run every (scheme, seed) of ``task``; skip runs whose JSON already exists.
 
     Each run's JSON is written atomically as soon as it finishes, so a killed grid
-    resumes where it stopped, losing at most the run in progress.
+    resumes where it stopped, losing at most the runs in progress. ``workers`` > 1 runs
+    them in that many processes of one torch thread each; the results are the same.
+    Returns the results in (scheme, seed) order.
     """
-    log = log or (lambda _msg: None)  # log=None: silent
+    from .reproduce import Job, run_jobs
+
     schemes = list(SCHEMES) if schemes in (None, "all", ["all"]) else list(schemes)
-    for s in schemes:
-        make_config(task, s, 0, **overrides)  # fail fast, before any run, on bad settings
-    paths = []
-    for s in schemes:
-        for seed in seeds:
-            path = result_path(out_dir, task, s, seed)
-            paths.append(path)
-            if os.path.exists(path):
-                log(f"skip {os.path.basename(path)} (exists)")
-                continue
-            r = run_one(task, s, seed, path, progress=progress, **overrides)
-            log(
-                f"done {os.path.basename(path)}: mean test error {r['final']['mean']:.2f}% "
-                f"in {r['seconds']:.1f} s"
-            )
-    return read_results(paths)
+    jobs = [
+        Job("", f"{task}__{s}__seed{seed}", task, s, seed, dict(overrides))
+        for s in schemes
+        for seed in seeds
+    ]
+    run_jobs(jobs, out_dir, workers, log=log, progress=progress)
+    return read_results([result_path(out_dir, j.task, j.scheme, j.seed) for j in jobs])
 
 
 def save_tables(results, schemes, tasks, out_dir, stem="tables") -> str:

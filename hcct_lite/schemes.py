@@ -36,7 +36,8 @@ class ServerView:
     """What the server knows and can ask, handed to a scheme by the engine.
 
     ``probe(i, state)`` asks client i for ``(loss, accuracy)`` of ``state`` on its own
-    training data; ``fresh_state(k)`` is a new random initialisation (seeded by k).
+    training data; ``fresh_state(k)`` is a new random initialisation (seeded by k);
+    ``train(starts, lr, epoch)`` asks clients for local training outside an epoch.
     """
 
     cfg: object
@@ -50,6 +51,10 @@ class ServerView:
     probe: object
     fresh_state: object
     absent: set = field(default_factory=set)  # did not answer last epoch
+    # train(starts, lr, epoch) -> {i: LocalResult}: local training outside the epoch loop
+    # (MAXFL's one-off reference models)
+    train: object = None
+    trainable: list = field(default_factory=list)  # names of the trainable state entries
 
 
 def weighted_average(states: list, weights) -> dict:

@@ -53,6 +53,8 @@ class RunConfig:
     alpha: float = 1.0
     cluster_models: int = 4  # IFCA / FLSC number of cluster models
     soft_groups: int = 2  # FLSC: cluster models each client averages
+    maxfl_reference_epochs: int = 50  # MAXFL: local epochs of each client's reference model
+    maxfl_threshold: str = "distance"  # the paper's; or "reference-loss" (Cho et al.)
     fixed_groups: int | None = None  # HCCT family: force exactly K groups (Fig. 6/7)
     update_includes_buffers: bool = False
     authors_round0: bool = False
@@ -172,6 +174,14 @@ def _validate(cfg: RunConfig) -> None:
     need(
         1 <= cfg.soft_groups <= cfg.cluster_models,
         f"soft_groups must be in [1, cluster_models={cfg.cluster_models}]; got {cfg.soft_groups}",
+    )
+    need(
+        cfg.maxfl_reference_epochs >= 1,
+        f"maxfl_reference_epochs must be >= 1; got {cfg.maxfl_reference_epochs}",
+    )
+    need(
+        cfg.maxfl_threshold in ("distance", "reference-loss"),
+        f"maxfl_threshold must be 'distance' or 'reference-loss'; got {cfg.maxfl_threshold!r}",
     )
     need(cfg.new_clients >= 0, f"new_clients must be >= 0; got {cfg.new_clients}")
     need(cfg.join_every >= 1, f"join_every must be >= 1; got {cfg.join_every}")

@@ -71,22 +71,57 @@ def test_fedfa_weighs_by_minus_log2_accuracy():
     assert out[0]["body.weight"].tolist() == pytest.approx([2.0, 2.0])
 
 
-def test_maxfl_joins_only_when_the_global_model_is_better():
-    losses = {(0, "g"): 0.1, (0, "own"): 0.5, (1, "g"): 0.9, (1, "own"): 0.2}
-    own = {0: state(1, 1), 1: state(2, 2)}
-    glob = state(9, 9)
+def _maxfl_server(global_loss, **cfg):
+    """Two clients; a model whose body is 5 is a reference (loss 0.5 on both clients), any
+    other is the global model, with loss ``global_loss[i]`` on client i."""
+    calls = []
+
+    def train(starts, lr, epoch):
+        calls.append(epoch)
+        return {i: result(state(5, 5)) for i in starts}
 
     def probe(i, st):
-        return losses[(i, "g" if st is glob else "own")], 0.0
+        return (0.5 if float(st["body.weight"][0]) == 5 else global_loss[i]), 0.0
 
+    server = view(2, [1, 1], states={0: state(1, 1), 1: state(2, 2)}, probe=probe, **cfg)
+    server.train, server.trainable = train, ["body.weight", "fc.weight"]
+    return server, calls
+
+
+def test_maxfl_participation_is_stable_while_the_global_model_stays_appealing():
+    server, calls = _maxfl_server(
+        [0.1, 0.9], maxfl_threshold="reference-loss", maxfl_reference_epochs=3
+    )
     scheme = MAXFL()
-    server = view(2, [1, 1], states=own, probe=probe)
     scheme.setup(server)
-    scheme.global_state = glob
-    plan = scheme.plan(1, server)
-    assert plan.info["participants"] == [0]
-    assert plan.start[0] is glob and plan.start[1] is own[1]
+    plan = scheme.plan(0, server)
+    assert calls == [-1, -2, -3]  # the reference: 3 local epochs, once, on its own streams
+    assert scheme.threshold == {0: 0.5, 1: 0.5}
     assert plan.groups == [[0], [1]]
+    states = scheme.aggregate(0, server, plan, {i: result(state(1, 1)) for i in plan.start})
+    joined = []
+    for t in range(1, 6):
+        server.states.update(states)
+        plan = scheme.plan(t, server)
+        joined.append(plan.info["participants"])
+        trained = {i: result(state(7 if i in joined[-1] else 5, 0)) for i in plan.start}
+        states = scheme.aggregate(t, server, plan, trained)
+        assert states[0] is scheme.global_state  # members hold the global model
+    # client 0 finds the global model appealing every epoch (0.1 < 0.5) and stays, even
+    # though the model it holds is that same global model; client 1 never joins
+    assert joined == [[0]] * 5
+    assert calls == [-1, -2, -3]  # references are never retrained
+
+
+def test_maxfl_distance_threshold_is_the_papers():
+    server, _ = _maxfl_server([0.1, 0.1])
+    scheme = MAXFL()
+    scheme.setup(server)
+    scheme.plan(0, server)
+    scheme.global_state = state(5, 5)  # equal to the reference: distance 0, not appealing
+    assert not scheme.appealing(server, 0)
+    scheme.global_state = state(6, 5)  # distance 2 * 1^2 = 2 > loss 0.1
+    assert scheme.appealing(server, 0)
 
 
 def test_ifca_picks_the_cluster_model_with_the_lowest_loss():

@@ -1,0 +1,265 @@
+"""The paper's experiments at its Table 2 settings, as resumable grids of runs.
+
+Every grid is a list of :class:`Job` s (task, scheme, seed and overrides of the task's
+defaults); each job writes one JSON file under ``results/<grid>/``, with the run's
+provenance (code commit, package versions, device, wall time). A grid resumes: a job whose
+file exists is skipped. ``hcct-lite reproduce`` runs grids in ``--workers`` processes, each
+with one torch thread.
+
+What differs from the paper is set here, once, and said in ``docs/reproduction.md``:
+the Digit task runs on the three domains available offline (MNIST, USPS, MNIST-M; SVHN and
+SynthDigits are not), and CIFAR-10 on the 12,000-image offline subset.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass, field
+
+from .tasks import SCHEMES
+
+__all__ = ["Job", "GRIDS", "grid_jobs", "run_jobs", "job_path", "provenance"]
+
+OFFLINE_DIGIT_DOMAINS = ["mnist", "usps", "mnistm"]
+SEEDS = (0, 1, 2, 3, 4)
+# Table 1's collaboration patterns (clients 1, 2, 3 of the paper are 0, 1, 2 here).
+PATTERNS = {
+    "independent": ("independent", None),
+    "global": ("global", None),
+    "pair-12": ("fixed", [[0, 1], [2]]),
+    "pair-13": ("fixed", [[0, 2], [1]]),
+    "pair-23": ("fixed", [[0], [1, 2]]),
+    "hcct": ("hcct", None),
+}
+FIG5_ALPHAS = (0.1, 1.0, 10.0, 100.0, 1000.0)
+FIG5_RATIOS = (0.05, 0.1, 0.2, 0.5)
+FIG6_KS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20)
+FIG7_NS = (10, 20, 30, 40, 50)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run of a grid: ``name`` is unique within the grid (the file name's stem)."""
+
+    grid: str
+    name: str
+    task: str
+    scheme: str
+    seed: int
+    overrides: dict = field(default_factory=dict, hash=False)
+
+
+def _table3(grid, task, seeds, **kw):
+    return [
+        Job(grid, f"{s}-seed{seed}", task, s, seed, dict(kw)) for s in SCHEMES for seed in seeds
+    ]
+
+
+def _table1(seeds):
+    return [
+        Job("table1-motivating", f"{name}-seed{seed}", "motivating", scheme, seed,
+            {"partition": part} if part else {})
+        for name, (scheme, part) in PATTERNS.items()
+        for seed in seeds
+    ]  # fmt: skip
+
+
+def _fig4(seeds):
+    # 10 clients, then 0, 1 or 2 join every 10 epochs (arrivals at epochs 10..40): every
+    # curve builds the same 18-client federation, so the first 10 hold the same data.
+    kw = dict(n_clients=18, initial_clients=10, join_every=10)
+    return [
+        Job("fig4-cifar10", f"new{n}-seed{seed}", "cifar10", "hcct", seed, dict(kw, new_clients=n))
+        for n in (0, 1, 2)
+        for seed in seeds
+    ]
+
+
+def _fig5(seeds):
+    return [
+        Job("fig5-cifar10", f"ratio{r}-alpha{a:g}-seed{seed}", "cifar10", "hcct", seed,
+            {"alpha": a, "train_ratio": r})
+        for r in FIG5_RATIOS
+        for a in FIG5_ALPHAS
+        for seed in seeds
+    ]  # fmt: skip
+
+
+def _fig6(seeds):
+    kw = dict(n_clients=20, domains=OFFLINE_DIGIT_DOMAINS)
+    return [
+        Job("fig6-digit", f"k{k}-seed{seed}", "digit", "hcct", seed, dict(kw, fixed_groups=k))
+        for seed in seeds
+        for k in FIG6_KS
+    ]
+
+
+def _fig7(seeds):
+    jobs = []
+    for seed in seeds:
+        for n in FIG7_NS:
+            for k in sorted({1, 2, 5, 10, n}):
+                kw = dict(n_clients=n, fixed_groups=k, domains=OFFLINE_DIGIT_DOMAINS)
+                jobs.append(Job("fig7-digit", f"n{n}-k{k}-seed{seed}", "digit", "hcct", seed, kw))
+    return jobs
+
+
+def _ablation(seeds):
+    return [
+        Job("ablation-digit", f"{label}-seed{seed}", "digit", "hcct", seed,
+            {"update_includes_buffers": flag, "record_cosines": True,
+             "domains": OFFLINE_DIGIT_DOMAINS})
+        for seed in seeds
+        for label, flag in (("parameters", False), ("buffers", True))
+    ]  # fmt: skip
+
+
+# name -> (builder of its jobs from seeds, default seeds); ordered by priority.
+GRIDS = {
+    "table3-fmnist": (lambda s: _table3("table3-fmnist", "fmnist", s), SEEDS),
+    "table3-rotated-digits": (
+        lambda s: _table3("table3-rotated-digits", "rotated-digits", s),
+        SEEDS,
+    ),
+    "table1-motivating": (_table1, SEEDS),
+    "table3-digit": (
+        lambda s: _table3("table3-digit", "digit", s, domains=OFFLINE_DIGIT_DOMAINS),
+        SEEDS,
+    ),
+    "table3-cifar10": (lambda s: _table3("table3-cifar10", "cifar10", s), SEEDS),
+    "ablation-digit": (_ablation, SEEDS[:3]),
+    "fig4-cifar10": (_fig4, SEEDS[:3]),
+    "fig5-cifar10": (_fig5, SEEDS[:3]),
+    "fig6-digit": (_fig6, SEEDS[:3]),
+    "fig7-digit": (_fig7, SEEDS[:3]),
+}
+
+
+def grid_jobs(names, seeds=None) -> list:
+    """Every job of the grids ``names`` (each grid's own seeds unless ``seeds`` is given)."""
+    jobs = []
+    for name in names:
+        if name not in GRIDS:
+            raise ValueError(f"unknown grid {name!r}; choose from {list(GRIDS)}")
+        build, default = GRIDS[name]
+        jobs += build(tuple(default if seeds is None else seeds))
+    return jobs
+
+
+def job_path(out_dir: str, job: Job) -> str:
+    return os.path.join(out_dir, job.grid, f"{job.name}.json")
+
+
+def provenance(device: str) -> dict:
+    """Where a result came from: code commit, package versions and the device."""
+    import numpy
+    import torch
+
+    dev = device
+    if device.startswith("cuda") and torch.cuda.is_available():
+        dev = f"cuda ({torch.cuda.get_device_name(0)})"
+    return {
+        "code_commit": os.environ.get("HCCT_CODE_COMMIT") or _git_commit(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "device": dev,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+    }
+
+
+def _git_commit():
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=os.path.dirname(os.path.abspath(__file__)),
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _slim(result: dict, keep_cosines_epoch: int = 1) -> dict:
+    """Drop per-epoch cosines except those of one epoch (they dominate a file's size)."""
+    for h in result["history"]:
+        if h["epoch"] != keep_cosines_epoch:
+            h.pop("update_cosines", None)
+            h.pop("update_clients", None)
+    return result
+
+
+def _one_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _run_job(args) -> tuple:
+    """One run, one atomically written JSON; ``device`` None keeps the job's own."""
+    job, out_dir, device = args
+    from .engine import run_experiment
+    from .results import write_json
+    from .tasks import make_config
+
+    kw = dict(job.overrides) if device is None else dict(job.overrides, device=device)
+    cfg = make_config(job.task, job.scheme, job.seed, **kw)
+    result = _slim(run_experiment(cfg, progress=False))
+    result.update(grid=job.grid, name=job.name, provenance=provenance(cfg.device))
+    write_json(job_path(out_dir, job), result)
+    return job, result["final"]["mean"], result["seconds"]
+
+
+def run_jobs(jobs, out_dir: str, workers: int = 1, device=None, log=print, progress=True) -> int:
+    """Run every job whose file is missing, in ``workers`` processes; return how many ran.
+
+    Each worker process uses one torch thread (two threads per process on two busy cores
+    made one run six times slower); with ``workers=1`` the runs happen in this process.
+    Results do not depend on ``workers``. ``device`` (e.g. ``"cuda"``) overrides every
+    job's device when given.
+    """
+    from .tasks import make_config
+
+    log = log or (lambda _msg: None)
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1; got {workers}")
+    for job in jobs:  # fail fast, before any run, on bad settings
+        kw = dict(job.overrides) if device is None else dict(job.overrides, device=device)
+        make_config(job.task, job.scheme, job.seed, **kw)
+    todo = []
+    for j in jobs:
+        if os.path.exists(job_path(out_dir, j)):
+            log(f"skip {os.path.join(j.grid, j.name)}.json (exists)".lstrip("/"))
+        else:
+            todo.append(j)
+    args = [(j, out_dir, device) for j in todo]
+    pool = None
+    if workers > 1 and len(todo) > 1:
+        import multiprocessing as mp
+
+        pool = mp.get_context("spawn").Pool(min(workers, len(todo)), initializer=_one_thread)
+        done = pool.imap_unordered(_run_job, args)
+    else:
+        done = map(_run_job, args)
+    try:
+        for job, err, secs in _progress(done, len(todo), progress):
+            name = os.path.join(job.grid, job.name).lstrip("/")
+            log(f"done {name}.json: mean test error {err:.2f}% in {secs:.1f} s")
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+    return len(todo)
+
+
+def _progress(it, total, show=True):
+    if not show:
+        return it
+    from tqdm.auto import tqdm
+
+    return tqdm(it, total=total, desc="runs", disable=None)
