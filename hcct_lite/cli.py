@@ -145,7 +145,7 @@ def main(argv=None) -> int:
     try:
         if args.command == "reproduce":
             return _reproduce(args)
-    except (ValueError, DataNotFoundError) as err:
+    except (ValueError, RuntimeError, DataNotFoundError) as err:
         print(f"hcct-lite: error: {err}", file=sys.stderr)
         return 2
     overrides = {k: getattr(args, k) for k in OVERRIDES}

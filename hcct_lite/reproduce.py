@@ -209,7 +209,10 @@ def _run_job(args) -> tuple:
 
     kw = dict(job.overrides) if device is None else dict(job.overrides, device=device)
     cfg = make_config(job.task, job.scheme, job.seed, **kw)
-    result = _slim(run_experiment(cfg, progress=False))
+    try:
+        result = _slim(run_experiment(cfg, progress=False))
+    except Exception as err:  # one failed run must not end a grid of hundreds
+        return job, None, f"{type(err).__name__}: {err}"
     result.update(grid=job.grid, name=job.name, provenance=provenance(cfg.device))
     write_json(job_path(out_dir, job), result)
     return job, result["final"]["mean"], result["seconds"]
@@ -246,14 +249,21 @@ def run_jobs(jobs, out_dir: str, workers: int = 1, device=None, log=print, progr
         done = pool.imap_unordered(_run_job, args)
     else:
         done = map(_run_job, args)
+    failed = []
     try:
         for job, err, secs in _progress(done, len(todo), progress):
             name = os.path.join(job.grid, job.name).lstrip("/")
-            log(f"done {name}.json: mean test error {err:.2f}% in {secs:.1f} s")
+            if err is None:
+                failed.append(f"{name}: {secs}")
+                log(f"FAILED {name}: {secs}")
+            else:
+                log(f"done {name}.json: mean test error {err:.2f}% in {secs:.1f} s")
     finally:
         if pool is not None:
             pool.terminate()
             pool.join()
+    if failed:
+        raise RuntimeError(f"{len(failed)} run(s) failed: " + "; ".join(failed))
     return len(todo)
 
 
