@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 
@@ -34,15 +36,25 @@ class DigitCNN(nn.Module):
 
 
 class FMNISTNet(nn.Module):
-    """Fully connected 784-64-10 for (B, 1, 28, 28) images; returns logits (no softmax)."""
+    """Fully connected 784-64-10 for (B, 1, 28, 28) images -> (B, 10).
 
-    def __init__(self, num_classes: int = 10):
+    The default (``fmnist_mlp``) returns logits and has no dropout. The authors' network
+    (``fmnist_mlp_authors``) has dropout 0.5 after the hidden layer and returns a softmax,
+    which their training then feeds to the cross-entropy (a second softmax): its outputs
+    are squeezed into [e^0, e^1] before the loss, so gradients shrink as the model grows
+    confident. ``fmnist_mlp_dropout`` is the authors' dropout with logits.
+    """
+
+    def __init__(self, num_classes: int = 10, dropout: float = 0.0, softmax: bool = False):
         super().__init__()
         self.fc1 = nn.Linear(784, 64)
+        self.drop = nn.Dropout(dropout)
         self.fc2 = nn.Linear(64, num_classes)
+        self.softmax = softmax
 
     def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x.flatten(1))))
+        out = self.fc2(self.drop(torch.relu(self.fc1(x.flatten(1)))))
+        return torch.softmax(out, dim=1) if self.softmax else out
 
 
 class CifarCNN(nn.Module):
@@ -85,6 +97,8 @@ class SmallDigitsNet(nn.Module):
 MODELS = {
     "digit_cnn": DigitCNN,
     "fmnist_mlp": FMNISTNet,
+    "fmnist_mlp_dropout": functools.partial(FMNISTNet, dropout=0.5),
+    "fmnist_mlp_authors": functools.partial(FMNISTNet, dropout=0.5, softmax=True),
     "cifar_cnn": CifarCNN,
     "small_digits": SmallDigitsNet,
 }
@@ -94,13 +108,15 @@ MODELS = {
 MODEL_INPUT = {
     "digit_cnn": (28, 3),
     "fmnist_mlp": (28, 1),
+    "fmnist_mlp_dropout": (28, 1),
+    "fmnist_mlp_authors": (28, 1),
     "cifar_cnn": (32, 3),
     "small_digits": (8, 1),
 }
 
 
 def build_model(name: str, num_classes: int = 10) -> nn.Module:
-    """A model by name: ``digit_cnn``, ``fmnist_mlp``, ``cifar_cnn`` or ``small_digits``."""
+    """A model by name (see :data:`MODELS`), e.g. ``digit_cnn`` or ``fmnist_mlp``."""
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; choose from {sorted(MODELS)}")
     return MODELS[name](num_classes)

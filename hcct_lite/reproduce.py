@@ -56,6 +56,16 @@ def _table3(grid, task, seeds, **kw):
     ]
 
 
+def _fmnist_network(seeds):
+    # The authors' FMNIST network, with and without their second softmax (docs/schemes.md).
+    return [
+        Job("fmnist-network", f"{model}-{s}-seed{seed}", "fmnist", s, seed, {"model": model})
+        for model in ("fmnist_mlp_dropout", "fmnist_mlp_authors")
+        for s in ("independent", "global", "hcct")
+        for seed in seeds
+    ]
+
+
 def _table1(seeds):
     return [
         Job("table1-motivating", f"{name}-seed{seed}", "motivating", scheme, seed,
@@ -122,6 +132,7 @@ GRIDS = {
         lambda s: _table3("table3-rotated-digits", "rotated-digits", s),
         SEEDS,
     ),
+    "fmnist-network": (_fmnist_network, SEEDS),
     "table1-motivating": (_table1, SEEDS),
     "table3-digit": (
         lambda s: _table3("table3-digit", "digit", s, domains=OFFLINE_DIGIT_DOMAINS),
