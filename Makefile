@@ -9,7 +9,7 @@ ifneq ($(wildcard ../shared/data),)
 export HCCT_DATA_DIR ?= $(abspath ../shared/data)
 endif
 
-.PHONY: demo test lint bench venv clean figures notebooks lab
+.PHONY: demo test lint bench venv clean figures notebooks lab reproduce report
 
 venv: $(VENV)/.installed
 
@@ -35,6 +35,17 @@ lint: venv
 bench: venv
 	$(BIN)/python benchmarks/bench_partition.py
 	$(BIN)/python benchmarks/bench_engine.py
+	$(BIN)/python benchmarks/bench_overhead.py
+
+# The paper's grids at Table 2 settings into results/ (resumable), then docs/reproduction.md.
+# Pick grids and a GPU with e.g. REPRODUCE_ARGS="--grids table3-cifar10 --device cuda".
+WORKERS ?= 2
+reproduce: venv
+	$(BIN)/hcct-lite reproduce --workers $(WORKERS) $(REPRODUCE_ARGS)
+
+# Regenerate docs/reproduction.md from results/ without running anything.
+report: venv
+	$(BIN)/python -c "from hcct_lite.report import write_report; write_report()"
 
 # Run every notebook in quick mode and save its figures to figures/ (the committed ones).
 figures: venv

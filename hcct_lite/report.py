@@ -54,7 +54,7 @@ def _stats(values) -> tuple:
     return float(v.mean()), float(v.std()), len(v)
 
 
-def _pm(mean, std, n=None) -> str:
+def pm(mean, std, n=None) -> str:
     return f"{mean:.2f} ± {std:.2f}" + ("" if n is None else f" ({n})")
 
 
@@ -77,8 +77,8 @@ def protocol_table(runs, task: str) -> list:
     rows = []
     for s in SCHEMES:
         paper = TABLE3.get(s, {}).get(task)
-        row = [s, _pm(*paper) if paper else "-"]
-        row += [_pm(*stats[s][0]), _pm(*stats[s][1])] if s in stats else ["pending", "pending"]
+        row = [s, pm(*paper) if paper else "-"]
+        row += [pm(*stats[s][0]), pm(*stats[s][1])] if s in stats else ["pending", "pending"]
         rows.append(row)
     return rows
 
@@ -116,7 +116,7 @@ def table1_rows(runs) -> list:
             rows.append([name] + ["pending"] * 6)
             continue
         errs = np.array([r["final"]["client_test_error"] for r in rs])
-        clients = [_pm(errs[:, c].mean(), errs[:, c].std()) for c in range(errs.shape[1])]
+        clients = [pm(errs[:, c].mean(), errs[:, c].std()) for c in range(errs.shape[1])]
         best = np.mean([r["final"]["best_over_epochs"]["mean"] for r in rs])
         paper = TABLE1.get(PAPER_PATTERN.get(name, name))
         ref = f"{paper['mean']:.2f} / {paper['std']:.2f}" if paper else "-"

@@ -13,6 +13,7 @@ from .report import (
     grid_status,
     load_grid,
     markdown,
+    pm,
     protocol_table,
     table1_rows,
     table4_rows,
@@ -81,13 +82,14 @@ def _table3_section(out_dir, task, grid, why) -> str:
         f"{a} {TABLE3_GAP(a, b, task)} {b}"
         for a, b in (("hcct", "independent"), ("hcct", "global"))
     )
+    paper = f" Paper: {paper}." if task in ("fmnist", "digit", "cifar10") else ""
     return "\n".join(
         [
             f"### {task}",
             "",
             markdown(HEADER3, protocol_table(runs, task)),
             "",
-            f"Best epoch, ours: {facts}. Paper: {paper}. {why(stats)}",
+            f"Best epoch, ours: {facts}.{paper} {why(stats)}",
         ]
     )
 
@@ -104,14 +106,61 @@ def TABLE3_GAP(a, b, task) -> str:  # noqa: N802 - reads as a phrase in the sent
 
 def _why_fmnist(stats) -> str:
     return (
-        "The pattern the paper reports (HCCT ≈ Global ≪ Independent on IID data) is what "
-        "to look for here. MAXFL uses the paper's threshold (the squared distance between a "
-        "50-epoch local reference and the global model), which exceeds every training loss, "
-        "so every client joins every epoch and MAXFL equals Global, as in the paper's "
-        "column. Our errors are lower than the paper's throughout; the FMNIST network "
-        "section below measures how much of that the authors' network (dropout 0.5 and a "
-        "softmax before the cross-entropy) explains."
+        "The paper's pattern on IID data is HCCT ≈ Global ≪ Independent. MAXFL uses the "
+        "paper's threshold (the squared distance between a 50-epoch local reference and the "
+        f"global model); best epoch, {_versus(stats, 'maxfl', 'global')} (paper: equal). "
+        "Our errors are lower than the paper's throughout; the next section measures how "
+        "much of that the authors' FMNIST network (dropout 0.5 and a softmax before the "
+        "cross-entropy) explains."
     )
+
+
+def _network_section(out_dir) -> str:
+    runs = load_grid(out_dir, "fmnist-network") + [
+        dict(r, config=dict(r["config"], model="fmnist_mlp"))
+        for r in load_grid(out_dir, "table3-fmnist")
+        if r["scheme"] in ("independent", "global", "hcct")
+    ]
+    text = ["## The FMNIST network: ours against the authors'", ""]
+    if not runs:
+        return "\n".join(text + ["pending"])
+    models = ("fmnist_mlp", "fmnist_mlp_dropout", "fmnist_mlp_authors")
+    rows = []
+    for m in models:
+        stats = by_scheme([r for r in runs if r["config"]["model"] == m])
+        rows.append(
+            [m]
+            + [
+                pm(*stats[s][1]) if s in stats else "pending"
+                for s in ("independent", "global", "hcct")
+            ]
+        )
+    table = {m: by_scheme([r for r in runs if r["config"]["model"] == m]) for m in models}
+
+    def shifts(model):
+        return ", ".join(
+            f"{s} {table[model][s][1][0] - table['fmnist_mlp'][s][1][0]:+.2f}"
+            for s in ("independent", "global", "hcct")
+            if s in table[model] and s in table["fmnist_mlp"]
+        )
+
+    text += [
+        "Best-epoch mean test error (%), FMNIST at Table 2's settings. `fmnist_mlp` (the "
+        "default) is 784-64-10 returning logits; `fmnist_mlp_dropout` adds the authors' "
+        "dropout 0.5; `fmnist_mlp_authors` also returns a softmax, which the cross-entropy "
+        "softmaxes again, as in the authors' code. Paper: independent 48.38, global 29.98, "
+        "HCCT 29.98.",
+        "",
+        markdown(["network", "independent", "global", "hcct"], rows),
+        "",
+        f"Against ours, the authors' network moves the errors by {shifts('fmnist_mlp_authors')} "
+        f"points; dropout alone by {shifts('fmnist_mlp_dropout')}. The second softmax squeezes the "
+        "outputs into [0, 1] before the loss, so the gradients shrink and training is "
+        "slower: that, not the data or the schemes, is most of the gap between our FMNIST "
+        "column and the paper's. We keep the corrected network as the default "
+        "(`--model fmnist_mlp_authors` reproduces the authors').",
+    ]
+    return "\n".join(text)
 
 
 def _why_digit(stats) -> str:
@@ -240,5 +289,7 @@ def render(out_dir: str) -> str:
     parts = [INTRO, _status_section(out_dir), "## Table 3: mean test error (%) over clients"]
     for task, grid, why in TABLE3_TASKS:
         parts.append(_table3_section(out_dir, task, grid, why))
+        if task == "fmnist":
+            parts.append(_network_section(out_dir))
     parts += [_table4_section(out_dir), _table1_section(out_dir), _ablation_section(out_dir)]
     return "\n\n".join(parts) + "\n"

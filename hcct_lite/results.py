@@ -26,6 +26,7 @@ def write_json(path: str, obj) -> None:
     try:
         with os.fdopen(fd, "w") as f:
             json.dump(obj, f, indent=1)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a result is meant to be shared
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

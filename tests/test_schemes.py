@@ -134,3 +134,22 @@ def test_ifca_picks_the_cluster_model_with_the_lowest_loss():
     plan = scheme.plan(0, server)
     assert plan.info["clusters"] == {0: [0], 1: [2], 2: [2]}
     assert plan.groups == [[0], [1, 2]]
+
+
+def test_the_authors_fmnist_network_has_dropout_and_a_softmax():
+    import torch
+
+    from hcct_lite.models import build_model
+
+    x = torch.randn(16, 1, 28, 28)
+    torch.random.default_generator.manual_seed(0)
+    ours, authors = build_model("fmnist_mlp"), build_model("fmnist_mlp_authors")
+    authors.eval()
+    probs = authors(x)
+    assert torch.allclose(probs.sum(1), torch.ones(16)) and (probs >= 0).all()
+    assert not torch.allclose(ours(x).sum(1), torch.ones(16))  # logits
+    authors.train()  # dropout 0.5: two passes differ in training mode, not in eval mode
+    assert not torch.equal(authors(x), authors(x))
+    authors.eval()
+    assert torch.equal(authors(x), authors(x))
+    assert sorted(authors.state_dict()) == sorted(ours.state_dict())
