@@ -57,7 +57,7 @@ figures: venv
 # Refresh the outputs nbval checks, then strip every other output (small diffs).
 notebooks: venv
 	HCCT_QUICK=1 MPLBACKEND=Agg $(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb
-	$(BIN)/python -m hcct_lite.notebook_tools notebooks/*.ipynb
+	$(BIN)/python tools/strip_notebooks.py notebooks/*.ipynb
 
 lab: venv
 	$(BIN)/jupyter lab notebooks/

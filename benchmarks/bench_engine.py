@@ -18,9 +18,10 @@ import sys
 
 import torch
 
-from hcct_lite.data import DataNotFoundError, load_dataset
-from hcct_lite.engine import run_experiment
-from hcct_lite.tasks import PAPER_DOMAINS, make_config
+from hcct_lite.training.config import make_config
+from hcct_lite.training.data import DataNotFoundError, load_dataset
+from hcct_lite.training.engine import run_experiment
+from hcct_lite.training.tasks import PAPER_DOMAINS
 
 
 def digit_domains():

@@ -22,9 +22,10 @@ import time
 import torch
 from torch import nn
 
-from hcct_lite.engine import run_experiment
-from hcct_lite.models import build_model
-from hcct_lite.tasks import build_clients, make_config
+from hcct_lite.training.config import make_config
+from hcct_lite.training.engine import run_experiment
+from hcct_lite.training.models import build_model
+from hcct_lite.training.tasks import build_clients
 
 
 def hand_loop(cfg, clients) -> list:

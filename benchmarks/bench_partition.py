@@ -17,7 +17,7 @@ import platform
 
 import numpy as np
 
-from hcct_lite.reference import compare_speed
+from hcct_lite.partition.reference import compare_speed
 
 
 def run_case(n, m, naive, repeat):

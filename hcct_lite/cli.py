@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .data import DataNotFoundError
-from .tasks import SCHEMES, TASKS
+from .training.config import SCHEMES
+from .training.data import DataNotFoundError
+from .training.tasks import TASKS
 
 __all__ = ["main", "build_parser"]
 
@@ -121,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _reproduce(args) -> int:
-    from .reproduce import GRIDS, grid_jobs, run_jobs
+    from .experiments.paper_grids import GRIDS, grid_jobs
+    from .experiments.runner import run_jobs
 
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1; got {args.workers}")
@@ -133,7 +135,7 @@ def _reproduce(args) -> int:
         return 0
     run_jobs(jobs, args.out, args.workers, args.device)
     if not args.no_report:
-        from .report import write_report
+        from .experiments.report import write_report
 
         write_report(args.out, args.report)
         print(f"wrote {args.report}")
@@ -151,11 +153,11 @@ def main(argv=None) -> int:
     overrides = {k: getattr(args, k) for k in OVERRIDES}
     try:
         if args.partition is not None:
-            from .tasks import parse_partition
+            from .training.config import parse_partition
 
             overrides["partition"] = parse_partition(args.partition)
         if args.command == "flower-sim":
-            from .tasks import make_config
+            from .training.config import make_config
 
             try:
                 from .flower.simulation import run_flower_simulation
@@ -171,7 +173,7 @@ def main(argv=None) -> int:
             )
             return 0
         if args.command == "run":
-            from .experiments import run_one
+            from .experiments.runner import run_one
 
             r = run_one(
                 args.task, args.scheme, args.seed, args.json, progress=not args.quiet, **overrides
@@ -183,7 +185,7 @@ def main(argv=None) -> int:
                 f"; final groups {r['history'][-1]['groups']}"
             )
             return 0
-        from .experiments import run_grid, save_tables
+        from .experiments.runner import run_grid, save_tables
 
         schemes = list(SCHEMES) if args.schemes == ["all"] else args.schemes
         results = run_grid(

@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import os
 
-from .partition import client_partition, optimal_partition
-from .synthetic import clustered_updates
-from .tasks import SCHEMES
+from .partition.exact import optimal_partition
+from .partition.greedy import client_partition
+from .partition.synthetic import clustered_updates
+from .training.config import SCHEMES
 
 TASK = "rotated-digits"
 
@@ -47,7 +48,7 @@ def partition_demo(out: str, seed: int = 0) -> None:
 
     import matplotlib.pyplot as plt
 
-    from .plots import plot_dendrogram
+    from .viz.plots import plot_dendrogram
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     plot_dendrogram(p, ax=ax, labels=[f"{i}\n(c{truth[i]})" for i in range(len(truth))])
@@ -66,7 +67,7 @@ def _save(fig, out, name):
 
 
 def training_demo(out: str, runs: str, seeds) -> None:
-    from .experiments import run_grid, save_tables
+    from .experiments.runner import run_grid, save_tables
 
     print(
         f"Task {TASK}: 8 clients, rotations 0/90/180/270 degrees (clients 2k and 2k+1 "
@@ -82,7 +83,7 @@ def training_demo(out: str, runs: str, seeds) -> None:
 
     import matplotlib.pyplot as plt
 
-    from .plots import plot_scheme_bars
+    from .viz.plots import plot_scheme_bars
 
     fig, ax = plt.subplots(figsize=(8, 3.5))
     plot_scheme_bars(results, TASK, list(SCHEMES), ax=ax)

@@ -8,22 +8,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from hcct_lite.bound import (  # noqa: E402
-    alpha_equivalent,
-    error_bound,
-    join_gain,
-    label_mix_similarity,
-    sample_term,
-    utility,
-)
-from hcct_lite.plots import plot_bound, plot_label_similarity, plot_utility_curves  # noqa: E402
-from hcct_lite.synthetic import clustered_updates  # noqa: E402
-from hcct_lite.widgets import (  # noqa: E402
-    bound_explorer,
-    draw_bound,
-    draw_partition,
-    partition_explorer,
-)
+from hcct_lite.experiments.gradient_similarity import label_mix_similarity
+from hcct_lite.partition.synthetic import clustered_updates  # noqa: E402
+from hcct_lite.theory import alpha_equivalent, error_bound, join_gain, sample_term, utility
+from hcct_lite.viz.plots import plot_bound, plot_label_similarity, plot_utility_curves  # noqa: E402
+from hcct_lite.viz.widgets import bound_explorer, draw_bound, draw_partition, partition_explorer
 
 
 def test_bound_terms():

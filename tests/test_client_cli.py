@@ -7,9 +7,9 @@ import torch
 from torch import nn
 
 from hcct_lite.cli import main
-from hcct_lite.client import SGDTrainer
-from hcct_lite.federation import ClientData
-from hcct_lite.updates import cosine_matrix
+from hcct_lite.partition.updates import cosine_matrix
+from hcct_lite.training.local import SGDTrainer
+from hcct_lite.training.splits import ClientData
 
 
 def bn_model():

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from hcct_lite.data import DataNotFoundError, load_dataset
-from hcct_lite.federation import (
+from hcct_lite.training.config import make_config
+from hcct_lite.training.data import DataNotFoundError, load_dataset
+from hcct_lite.training.splits import (
     domain_split,
     halfnormal_counts,
     iid_halfnormal,
@@ -16,7 +17,7 @@ from hcct_lite.federation import (
     shards_halfnormal,
     to_float,
 )
-from hcct_lite.tasks import build_clients, make_config
+from hcct_lite.training.tasks import build_clients
 
 DATA_DIR = os.environ.get("HCCT_DATA_DIR")
 needs_data = pytest.mark.skipif(

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from hcct_lite.efficient import layer_scores
-from hcct_lite.partition import select_layer
+from hcct_lite.partition.layer_selection import layer_scores, select_layer
 
 
 def client(rng, spread):

@@ -6,9 +6,9 @@ import os
 import numpy as np
 import pytest
 
-from hcct_lite.engine import run_experiment
-from hcct_lite.experiments import run_grid
-from hcct_lite.tasks import SCHEMES, make_config
+from hcct_lite.experiments.runner import run_grid
+from hcct_lite.training.config import SCHEMES, make_config
+from hcct_lite.training.engine import run_experiment
 
 PAIRS = [[0, 1], [2, 3], [4, 5], [6, 7]]
 

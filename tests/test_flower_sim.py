@@ -7,8 +7,8 @@ import pytest
 pytest.importorskip("flwr")
 
 from hcct_lite.cli import main  # noqa: E402
-from hcct_lite.engine import run_experiment  # noqa: E402
-from hcct_lite.tasks import make_config  # noqa: E402
+from hcct_lite.training.config import make_config  # noqa: E402
+from hcct_lite.training.engine import run_experiment  # noqa: E402
 
 
 def test_flower_simulation_matches_the_local_engine(tmp_path, capsys):

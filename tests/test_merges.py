@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from hcct_lite.merges import merge_steps, pair_benefits
-from hcct_lite.partition import client_partition
-from hcct_lite.synthetic import clustered_updates
+from hcct_lite.partition.greedy import client_partition
+from hcct_lite.partition.merge_steps import merge_steps, pair_benefits
+from hcct_lite.partition.synthetic import clustered_updates
 
 
 def test_each_step_chooses_the_largest_benefit_and_stops_at_zero():

@@ -1,28 +1,33 @@
 """Helpers the notebooks call: motivating example, paper tables, charts, notebook stripping."""
 
+import sys
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
 import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from nbformat.v4 import new_code_cell, new_notebook, new_output  # noqa: E402
+from strip_notebooks import strip_notebook  # noqa: E402
 
-from hcct_lite.charts import (  # noqa: E402
+from hcct_lite.experiments.motivating_example import PATTERNS, pattern_means, table1  # noqa: E402
+from hcct_lite.experiments.paper import TABLE1, TABLE3, TABLE4  # noqa: E402
+from hcct_lite.experiments.results import beside_paper  # noqa: E402
+from hcct_lite.experiments.runner import settings_dir  # noqa: E402
+from hcct_lite.training.config import make_config, parse_partition  # noqa: E402
+from hcct_lite.training.tasks import available_source  # noqa: E402
+from hcct_lite.viz.charts import (  # noqa: E402
     plot_alpha_ratio,
     plot_cosines_side_by_side,
     plot_curves,
     plot_fixed_k,
     plot_pattern_bars,
 )
-from hcct_lite.experiments import settings_dir  # noqa: E402
-from hcct_lite.motivating import PATTERNS, pattern_means, table1  # noqa: E402
-from hcct_lite.notebook_tools import strip_notebook  # noqa: E402
-from hcct_lite.paper import TABLE1, TABLE3, TABLE4  # noqa: E402
-from hcct_lite.results import beside_paper  # noqa: E402
-from hcct_lite.tasks import available_source, make_config, parse_partition  # noqa: E402
 
 
 def fake(task, scheme, seed, errors):
@@ -88,9 +93,10 @@ def test_fixed_partition_settings():
 
 def test_available_source_without_data(tmp_path, monkeypatch):
     monkeypatch.setenv("HCCT_DATA_DIR", str(tmp_path))
-    monkeypatch.setattr("hcct_lite.data.default_data_root", lambda: str(tmp_path))
+    monkeypatch.setattr("hcct_lite.training.data.default_data_root", lambda: str(tmp_path))
     monkeypatch.setattr(
-        "hcct_lite.data._load_torchvision", lambda *a: (_ for _ in ()).throw(OSError("offline"))
+        "hcct_lite.training.data._load_torchvision",
+        lambda *a: (_ for _ in ()).throw(OSError("offline")),
     )
     assert available_source("rotated-digits") == ({}, "")
     src, note = available_source("cifar10")

@@ -5,7 +5,8 @@ import pytest
 import torch
 from scipy.cluster.hierarchy import is_monotonic, is_valid_linkage
 
-from hcct_lite.partition import client_partition, optimal_partition
+from hcct_lite.partition.exact import optimal_partition
+from hcct_lite.partition.greedy import client_partition
 
 
 def fig2_story():
@@ -110,7 +111,7 @@ def test_torch_and_mapping_inputs_match_numpy():
 def test_float32_gram_accumulates_in_float64():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((4, 200_000)).astype(np.float32)
-    from hcct_lite.updates import gram_matrix
+    from hcct_lite.partition.updates import gram_matrix
 
     exact = x.astype(np.float64) @ x.astype(np.float64).T
     np.testing.assert_allclose(gram_matrix(x), exact, rtol=1e-13)

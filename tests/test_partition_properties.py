@@ -4,9 +4,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hcct_lite.partition import client_partition, optimal_partition
-from hcct_lite.reference import group_utility, naive_partition
-from hcct_lite.synthetic import clustered_updates
+from hcct_lite.partition.exact import optimal_partition
+from hcct_lite.partition.greedy import client_partition
+from hcct_lite.partition.reference import group_utility, naive_partition
+from hcct_lite.partition.synthetic import clustered_updates
 
 ALPHAS = [0.0, 1.0, 10.0, 100.0, 1000.0, "size"]
 

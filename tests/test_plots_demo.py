@@ -9,9 +9,9 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from hcct_lite import demo  # noqa: E402
-from hcct_lite.partition import client_partition  # noqa: E402
-from hcct_lite.plots import plot_dendrogram, save_figure  # noqa: E402
-from hcct_lite.synthetic import clustered_updates  # noqa: E402
+from hcct_lite.partition.greedy import client_partition  # noqa: E402
+from hcct_lite.partition.synthetic import clustered_updates  # noqa: E402
+from hcct_lite.viz.plots import plot_dendrogram, save_figure  # noqa: E402
 
 
 def test_clustered_updates_shapes_and_seed():

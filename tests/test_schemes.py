@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from hcct_lite.baselines import IFCA, MAXFL
-from hcct_lite.client import LocalResult
-from hcct_lite.schemes import HCCTP, FedFA, Plan, ServerView, weighted_average
-from hcct_lite.tasks import make_config
+from hcct_lite.schemes.base import Plan, ServerView, weighted_average
+from hcct_lite.schemes.baselines import IFCA, MAXFL, FedFA
+from hcct_lite.schemes.hcct import HCCTP
+from hcct_lite.training.config import make_config
+from hcct_lite.training.local import LocalResult
 
 
 def state(v, head, count=0):
@@ -139,7 +140,7 @@ def test_ifca_picks_the_cluster_model_with_the_lowest_loss():
 def test_the_authors_fmnist_network_has_dropout_and_a_softmax():
     import torch
 
-    from hcct_lite.models import build_model
+    from hcct_lite.training.models import build_model
 
     x = torch.randn(16, 1, 28, 28)
     torch.random.default_generator.manual_seed(0)

@@ -2,7 +2,12 @@
 
 import numpy as np
 
-from hcct_lite.studies import alpha_ratio_grid, buffers_ablation, fixed_k_curve, incoming_curves
+from hcct_lite.experiments.paper_figures import (
+    alpha_ratio_grid,
+    buffers_ablation,
+    fixed_k_curve,
+    incoming_curves,
+)
 
 
 def test_incoming_curves_lengths():

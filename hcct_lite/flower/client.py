@@ -14,10 +14,10 @@ import torch
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
-from ..client import SGDTrainer, evaluate
-from ..federation import ClientData
-from ..models import build_model, head_names
-from ..tasks import build_clients
+from ..training.local import SGDTrainer, evaluate
+from ..training.models import build_model, head_names
+from ..training.splits import ClientData
+from ..training.tasks import build_clients
 from .common import config_from_run_config, config_from_text, from_record, to_record
 
 __all__ = ["make_client_app", "app"]

@@ -7,7 +7,7 @@ import json
 import torch
 from flwr.app import ArrayRecord
 
-from ..tasks import RunConfig, make_config
+from ..training.config import RunConfig, make_config
 
 __all__ = [
     "config_to_text",

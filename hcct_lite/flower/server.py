@@ -16,10 +16,10 @@ import numpy as np
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.serverapp import Grid, ServerApp
 
-from ..client import LocalResult, update_of
-from ..engine import run_experiment
-from ..models import build_model
-from ..results import write_json
+from ..experiments.results import write_json
+from ..training.engine import run_experiment
+from ..training.local import LocalResult, update_of
+from ..training.models import build_model
 from .common import config_from_run_config, config_to_text, from_record, to_record
 
 __all__ = ["FlowerBackend", "make_server_app", "app"]
@@ -127,10 +127,12 @@ class FlowerBackend:
     def evaluate(self, states: dict) -> dict:
         return {i: float(m["error"]) for i, m in self._evaluate(states, "test").items()}
 
-    def probe(self, i: int, state: dict) -> tuple:
+    def probe(self, i: int, state: dict):
+        """``(loss, accuracy in [0, 1])`` on client i's training data; ``None`` when the
+        client does not answer (the scheme then leaves it out of this epoch)."""
         m = self._evaluate({i: state}, "train").get(i)
         if m is None:
-            return float("inf"), 0.0
+            return None
         return float(m["loss"]), 1.0 - float(m["error"]) / 100.0
 
 

@@ -7,10 +7,10 @@ import os
 
 import numpy as np
 
-from .engine import run_experiment
+from ..training.config import make_config
+from ..training.engine import run_experiment
 from .paper import TABLE1
 from .results import write_json
-from .tasks import make_config
 
 __all__ = ["PATTERNS", "run_patterns", "pattern_means", "table1"]
 

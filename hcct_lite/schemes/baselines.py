@@ -1,12 +1,54 @@
-"""Baselines that keep server-side models: MAXFL, IFCA and FLSC (the paper's Section VII-A)."""
+"""The paper's baselines (Section VII-A): Independent, Global, FedFA, MAXFL, IFCA and FLSC,
+and ``fixed``, a partition given by hand (Table 1)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .schemes import Plan, Scheme, weighted_average
+from .base import GroupScheme, Plan, Scheme, weighted_average
 
-__all__ = ["MAXFL", "IFCA", "FLSC"]
+__all__ = ["Independent", "Global", "FedFA", "Fixed", "MAXFL", "IFCA", "FLSC"]
+
+
+class Independent(GroupScheme):
+    name = "independent"
+
+    def groups(self, t, server):
+        return [[i] for i in server.active]
+
+
+class Global(GroupScheme):
+    name = "global"
+
+    def groups(self, t, server):
+        return [list(server.active)]
+
+
+class FedFA(Global):
+    """Global training with aggregation weights ``-log2 A_i`` (A_i: training accuracy).
+
+    Accuracies are clipped to [1e-3, 1 - 1e-3] so that a perfect client keeps a small
+    positive weight instead of a zero one (and a zero accuracy no infinite weight).
+    """
+
+    name = "fedfa"
+
+    def weights(self, members, server, results):
+        acc = np.clip([results[i].train_acc for i in members], 1e-3, 1 - 1e-3)
+        return -np.log2(acc)
+
+
+class Fixed(GroupScheme):
+    """A partition given by hand (``partition``), kept for the whole run (Table 1)."""
+
+    name = "fixed"
+
+    def groups(self, t, server):
+        return [
+            [i for i in g if i in server.active]
+            for g in server.cfg.partition
+            if any(i in server.active for i in g)
+        ]
 
 
 class MAXFL(Scheme):

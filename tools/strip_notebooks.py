@@ -1,6 +1,6 @@
 """Keep committed notebooks small: strip outputs except those nbval checks.
 
-    python -m hcct_lite.notebook_tools notebooks/*.ipynb
+    python tools/strip_notebooks.py notebooks/*.ipynb
 
 Cells marked ``# NBVAL_CHECK_OUTPUT`` keep their outputs (nbval compares them in CI);
 every other cell loses outputs and execution count, and widget state is dropped.

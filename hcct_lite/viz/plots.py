@@ -7,7 +7,7 @@ import os
 import numpy as np
 from scipy.cluster.hierarchy import dendrogram
 
-from .partition import Partition
+from ..partition.utility import Partition
 
 __all__ = ["plot_dendrogram", "save_figure"]
 
@@ -92,7 +92,7 @@ def plot_scheme_bars(results, task: str, schemes=None, ax=None):
     """
     import matplotlib.pyplot as plt
 
-    from .results import table3
+    from ..experiments.results import table3
 
     t3 = table3([r for r in results if r["task"] == task])
     if schemes is None:
@@ -155,7 +155,7 @@ def plot_bound(own_size, divergence, lipschitz=1.0, mu=1.0, delta=0.1, max_size=
     """
     import matplotlib.pyplot as plt
 
-    from .bound import error_bound, sample_term
+    from ..theory import error_bound, sample_term
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.5))
@@ -206,7 +206,7 @@ def plot_utility_curves(alpha, own_size, cosines=(1.0, 0.9, 0.7, 0.5), max_size=
     line is the client alone (``1 - alpha / D_i``)."""
     import matplotlib.pyplot as plt
 
-    from .bound import utility
+    from ..theory import utility
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.5))

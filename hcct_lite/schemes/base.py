@@ -5,8 +5,9 @@ Each epoch the engine asks it for a :class:`Plan` (the model each client starts 
 the groups, for the record), runs local training, and hands it the clients' results; the
 scheme returns the model each client holds (and is evaluated with) after the epoch.
 
-This module has the partition-based schemes (Independent, Global, FedFA and the HCCT
-family); :mod:`hcct_lite.baselines` has MAXFL, IFCA and FLSC.
+This module has the contracts every scheme follows; :mod:`~hcct_lite.schemes.hcct` and
+:mod:`~hcct_lite.schemes.baselines` have the schemes, :mod:`~hcct_lite.schemes.registry`
+builds one by name.
 """
 
 from __future__ import annotations
@@ -16,9 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .partition import client_partition, select_layer
-
-__all__ = ["Plan", "ServerView", "Scheme", "GroupScheme", "weighted_average", "make_scheme"]
+__all__ = ["Plan", "ServerView", "Scheme", "GroupScheme", "weighted_average"]
 
 
 @dataclass
@@ -143,122 +142,3 @@ class GroupScheme(Scheme):
         for k in head:
             personal[k] = own[k].clone()
         return personal
-
-
-class Independent(GroupScheme):
-    name = "independent"
-
-    def groups(self, t, server):
-        return [[i] for i in server.active]
-
-
-class Global(GroupScheme):
-    name = "global"
-
-    def groups(self, t, server):
-        return [list(server.active)]
-
-
-class FedFA(Global):
-    """Global training with aggregation weights ``-log2 A_i`` (A_i: training accuracy).
-
-    Accuracies are clipped to [1e-3, 1 - 1e-3] so that a perfect client keeps a small
-    positive weight instead of a zero one (and a zero accuracy no infinite weight).
-    """
-
-    name = "fedfa"
-
-    def weights(self, members, server, results):
-        acc = np.clip([results[i].train_acc for i in members], 1e-3, 1 - 1e-3)
-        return -np.log2(acc)
-
-
-class HCCT(GroupScheme):
-    """HCCT: epoch 0 singletons (Algorithm 1); then :func:`client_partition` on the
-    previous epoch's updates. Clients without an update yet (newcomers) are singletons."""
-
-    name = "hcct"
-
-    def __init__(self):
-        self.info = {}
-
-    def similarity_updates(self, server, clients):
-        return [server.updates[i] for i in clients]
-
-    def groups(self, t, server):
-        known = [
-            i
-            for i in server.active
-            if i in server.updates and i not in server.new and i not in server.absent
-        ]
-        if t == 0 or len(known) == 0:
-            self.info = {}
-            return [[i] for i in server.active]
-        k = server.cfg.fixed_groups
-        p = client_partition(
-            self.similarity_updates(server, known),
-            server.sizes[known],
-            alpha=server.cfg.alpha,
-            num_groups=None if k is None else min(k, len(known)),
-        )
-        groups = [[known[j] for j in g] for g in p.groups]
-        groups += [[i] for i in server.active if i not in known]
-        groups.sort(key=lambda g: g[0])
-        self.info = {"total_utility": p.total_utility}
-        return groups
-
-
-class HCCTE(HCCT):
-    """HCCT-E: similarity on the one layer with the largest relative variance, chosen once
-    from the first updates the server sees."""
-
-    name = "hcct-e"
-
-    def __init__(self):
-        super().__init__()
-        self.keys = None
-
-    def similarity_updates(self, server, clients):
-        ups = [server.updates[i] for i in clients]
-        if self.keys is None:
-            layer = select_layer(ups)
-            self.keys = [k for k in ups[0] if k == layer or k.startswith(layer + ".")]
-            self.layer = layer
-        return [{k: u[k] for k in self.keys} for u in ups]
-
-    def groups(self, t, server):
-        groups = super().groups(t, server)
-        if self.keys is not None:
-            self.info["layer"] = self.layer
-        return groups
-
-
-class HCCTP(HCCT):
-    """HCCT-P: HCCT whose classifier (the last linear layer) stays with each client."""
-
-    name = "hcct-p"
-    keep_head = True
-
-
-class Fixed(GroupScheme):
-    """A partition given by hand (``partition``), kept for the whole run (Table 1)."""
-
-    name = "fixed"
-
-    def groups(self, t, server):
-        return [
-            [i for i in g if i in server.active]
-            for g in server.cfg.partition
-            if any(i in server.active for i in g)
-        ]
-
-
-def make_scheme(name: str) -> Scheme:
-    """A fresh scheme object by name (see :data:`hcct_lite.tasks.SCHEMES`)."""
-    from .baselines import FLSC, IFCA, MAXFL
-
-    schemes = (Independent, Global, FedFA, HCCT, HCCTE, HCCTP, MAXFL, IFCA, FLSC, Fixed)
-    table = {c.name: c for c in schemes}
-    if name not in table:
-        raise ValueError(f"unknown scheme {name!r}; choose from {sorted(table)}")
-    return table[name]()

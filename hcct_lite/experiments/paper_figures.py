@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engine import run_experiment
-from .tasks import make_config
+from ..training.config import make_config
+from ..training.engine import run_experiment
 
 __all__ = ["incoming_curves", "alpha_ratio_grid", "fixed_k_curve", "buffers_ablation"]
 

@@ -1,4 +1,4 @@
-"""The sections of ``docs/reproduction.md`` (see :mod:`hcct_lite.report`).
+"""``docs/reproduction.md``: the paper's tables and ours, section by section.
 
 Each section prints its table and a paragraph whose numbers are computed from the results;
 the explanations ("why") are the project's findings, each backed by a grid in the report.
@@ -6,9 +6,11 @@ the explanations ("why") are the project's findings, each backed by a grid in th
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-from .report import (
+from .report_tables import (
     by_scheme,
     grid_status,
     load_grid,
@@ -293,3 +295,18 @@ def render(out_dir: str) -> str:
             parts.append(_network_section(out_dir))
     parts += [_table4_section(out_dir), _table1_section(out_dir), _ablation_section(out_dir)]
     return "\n\n".join(parts) + "\n"
+
+
+def write_report(out_dir: str = "results", path: str = "docs/reproduction.md") -> str:
+    """Regenerate the report from ``out_dir``; returns its text."""
+    text = render(out_dir)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    return text
+
+
+def render_report(out_dir: str = "results") -> str:
+    """The report's markdown, without writing it."""
+    return render(out_dir)

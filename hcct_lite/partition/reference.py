@@ -75,7 +75,7 @@ def compare_speed(n, m, alpha=100.0, noise=0.5, seed=0, run_naive=True):
     """
     import time
 
-    from .partition import client_partition
+    from .greedy import client_partition
     from .synthetic import clustered_updates
 
     k = max(2, n // 5)

@@ -9,17 +9,20 @@ evaluated on its own test split.
 from __future__ import annotations
 
 import time
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
-from .client import SGDTrainer, clone_state, evaluate, seed_global_stream
+from ..partition.updates import cosine_matrix
+from ..schemes.base import ServerView
+from ..schemes.registry import make_scheme
+from .config import RunConfig, arrival_epochs
+from .local import SGDTrainer, clone_state, evaluate, seed_global_stream
 from .models import build_model, head_names
-from .schemes import ServerView, make_scheme
-from .tasks import RunConfig, arrival_epochs, build_clients
-from .updates import cosine_matrix
+from .tasks import build_clients
 
-__all__ = ["run_experiment", "resolve_device", "LocalBackend"]
+__all__ = ["Backend", "LocalBackend", "run_experiment", "resolve_device", "init_model"]
 
 _INFO_KEYS = ("total_utility", "layer", "participants")
 
@@ -33,7 +36,8 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def _model_init(cfg: RunConfig, seed_offset: int, device):
+def init_model(cfg: RunConfig, seed_offset: int, device):
+    """The model of ``cfg`` with its seeded initial weights (seed offset 0: the common one)."""
     # Weights are drawn on the CPU: seeding the CPU stream is enough (and cheap).
     seed_global_stream(cfg.seed * 7919 + seed_offset, "cpu")
     return build_model(cfg.model).to(device)
@@ -48,6 +52,39 @@ def _summary(errors) -> dict:
         "min": float(e.min()),
         "max": float(e.max()),
     }
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """How the engine reaches the clients; the same units in every backend.
+
+    Attributes
+    ----------
+    sizes : numpy.ndarray (N,) int64
+        D_i, each client's number of training samples.
+    domains : list of N str
+        Where each client's data come from (for the record).
+
+    A client that does not answer is absent from the dict a method returns (or ``probe``
+    returns ``None``); a backend never makes up a value for it.
+    """
+
+    sizes: np.ndarray
+    domains: list
+
+    def train(self, starts: dict, lr: float, epoch: int) -> dict:
+        """Local training of every client in ``starts`` (index -> state dict) at learning
+        rate ``lr``; ``epoch`` seeds the shuffling. Returns index -> LocalResult."""
+        ...
+
+    def evaluate(self, states: dict) -> dict:
+        """Test error in % of ``states[i]`` on client i's test split, index -> float."""
+        ...
+
+    def probe(self, i: int, state: dict):
+        """``(loss, accuracy in [0, 1])`` of ``state`` on client i's training data, or
+        ``None`` when client i does not answer."""
+        ...
 
 
 class LocalBackend:
@@ -82,7 +119,8 @@ class LocalBackend:
         }
 
     def probe(self, i: int, state: dict) -> tuple:
-        return evaluate(self.model, state, self.clients[i].x_train, self.clients[i].y_train)
+        loss, error = evaluate(self.model, state, self.clients[i].x_train, self.clients[i].y_train)
+        return loss, 1.0 - error / 100.0
 
 
 def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=None) -> dict:
@@ -106,7 +144,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
     """
     t0 = time.perf_counter()
     device = resolve_device(cfg.device)
-    model = _model_init(cfg, 0, device)
+    model = init_model(cfg, 0, device)
     init_state = clone_state(model.state_dict())
     if backend is None:
         backend = LocalBackend(
@@ -116,7 +154,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
     sizes = np.asarray(backend.sizes, dtype=np.int64)
 
     def fresh_state(k):
-        return clone_state(_model_init(cfg, k, device).state_dict())
+        return clone_state(init_model(cfg, k, device).state_dict())
 
     server = ServerView(
         cfg, [], set(), sizes, {}, {}, init_state, head_names(model), backend.probe, fresh_state

@@ -1,4 +1,5 @@
-"""Theorem 1 of the paper made computable, and a check of its key assumption.
+"""Theorem 1 of the paper made computable (no training here: see
+:mod:`hcct_lite.experiments.gradient_similarity` for a check of its key assumption).
 
 With probability 1 - delta, client i's test error in group G is at most
 
@@ -13,7 +14,6 @@ update cosine stands in for (minus) the divergence, which the server cannot meas
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 __all__ = [
     "sample_term",
@@ -21,7 +21,6 @@ __all__ = [
     "join_gain",
     "utility",
     "alpha_equivalent",
-    "label_mix_similarity",
 ]
 
 
@@ -65,48 +64,3 @@ def utility(alpha, group_size, cosine):
     if np.any(np.asarray(alpha) < 0):
         raise ValueError(f"alpha must be >= 0; got {alpha}")
     return -np.asarray(alpha, dtype=np.float64) / _positive("group_size", group_size) + cosine
-
-
-def label_mix_similarity(n_pairs=40, samples=200, concentration=0.5, lr=0.1, seed=0):
-    """Update cosine against label-distribution distance for random pairs of clients.
-
-    Each pair draws two label distributions from a Dirichlet(``concentration``) over the 10
-    classes of scikit-learn's digits, samples ``samples`` images from each, and trains the
-    same freshly initialised small network for one local epoch (batch 64, plain SGD) on
-    each client; the update is ``(w_start - w_end) / lr``.
-
-    Returns
-    -------
-    distance : (n_pairs,) total-variation distance between the two label distributions
-    cosine : (n_pairs,) cosine similarity of the two clients' updates
-    r : Pearson correlation between them (the paper's assumption predicts r < 0)
-    """
-    from .client import SGDTrainer
-    from .data import load_dataset
-    from .federation import ClientData, to_float
-    from .models import build_model
-    from .updates import cosine_matrix
-
-    if n_pairs < 3:
-        raise ValueError(f"n_pairs must be >= 3 to give a correlation; got {n_pairs}")
-    ds = load_dataset("digits")
-    x, y = to_float(ds.x), ds.y.numpy()
-    by_class = [np.flatnonzero(y == c) for c in range(10)]
-    rng = np.random.default_rng(seed)
-    torch.manual_seed(seed)
-    model = build_model("small_digits")
-    start = {k: v.clone() for k, v in model.state_dict().items()}
-    trainer = SGDTrainer(model, 1, 64, seed=seed)
-    dist, cos = np.empty(n_pairs), np.empty(n_pairs)
-    for k in range(n_pairs):
-        mixes = rng.dirichlet(np.full(10, concentration), size=2)
-        clients = {}
-        for j, mix in enumerate(mixes):
-            labels = rng.choice(10, size=samples, p=mix)
-            idx = np.array([rng.choice(by_class[c]) for c in labels])
-            t = torch.from_numpy(idx)
-            clients[j] = ClientData(x[t], ds.y[t], x[t[:1]], ds.y[t[:1]])
-        res = trainer.train({0: start, 1: start}, clients, lr, epoch=k)
-        cos[k] = cosine_matrix([res[0].update, res[1].update])[0, 1]
-        dist[k] = 0.5 * np.abs(mixes[0] - mixes[1]).sum()
-    return dist, cos, float(np.corrcoef(dist, cos)[0, 1])

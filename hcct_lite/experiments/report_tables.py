@@ -1,4 +1,4 @@
-"""``docs/reproduction.md``: the paper's tables beside the shipped results in ``results/``.
+"""The numbers of ``docs/reproduction.md``: tables of the shipped results in ``results/``.
 
 Every number in the report is computed here from the result files; the prose around it
 states what the numbers show, so regenerating the report after more runs keeps it true.
@@ -15,11 +15,21 @@ import os
 
 import numpy as np
 
+from ..training.config import SCHEMES
 from .paper import TABLE1, TABLE3, TABLE4
-from .reproduce import GRIDS, PATTERNS, grid_jobs, job_path
-from .tasks import SCHEMES
+from .paper_grids import GRIDS, PATTERNS, grid_jobs
+from .runner import job_path
 
-__all__ = ["load_grid", "grid_status", "protocol_table", "write_report", "render_report"]
+__all__ = [
+    "load_grid",
+    "grid_status",
+    "by_scheme",
+    "protocol_table",
+    "table1_rows",
+    "table4_rows",
+    "markdown",
+    "pm",
+]
 
 PAPER_PATTERN = {"pair-12": "(1,2)", "pair-13": "(1,3)", "pair-23": "(2,3)"}
 
@@ -128,22 +138,3 @@ def table1_rows(runs) -> list:
 def markdown(header, rows) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows])
-
-
-def write_report(out_dir: str = "results", path: str = "docs/reproduction.md") -> str:
-    """Regenerate the report from ``out_dir``; returns its text."""
-    from .report_text import render
-
-    text = render(out_dir)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
-    return text
-
-
-def render_report(out_dir: str = "results") -> str:
-    """The report's markdown, without writing it."""
-    from .report_text import render
-
-    return render(out_dir)

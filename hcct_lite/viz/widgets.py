@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from .bound import join_gain
-from .partition import client_partition
+from ..partition.greedy import client_partition
+from ..theory import join_gain
 
 __all__ = ["draw_partition", "partition_explorer", "draw_bound", "bound_explorer"]
 
@@ -58,7 +58,7 @@ def draw_bound(delta, divergence, own_size, group_size, lipschitz=1.0, mu=1.0):
     lowers the client's bound."""
     import matplotlib.pyplot as plt
 
-    from .bound import error_bound
+    from ..theory import error_bound
     from .plots import plot_bound
 
     fig, ax = plt.subplots(figsize=(6.5, 3.5))

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .partition import _Context, _group_utilities, client_partition
+from .greedy import client_partition
 from .updates import gram_matrix, validate_alpha, validate_sizes
+from .utility import GramContext, group_utilities
 
 __all__ = ["MergeStep", "merge_steps", "pair_benefits"]
 
@@ -39,13 +40,13 @@ class MergeStep:
 
 
 def _benefit_matrix(ctx, groups):
-    util = [float(_group_utilities(ctx, g).sum()) for g in groups]
+    util = [float(group_utilities(ctx, g).sum()) for g in groups]
     k = len(groups)
     out = np.full((k, k), np.nan)
     for a in range(k):
         for b in range(a + 1, k):
             merged = sorted(groups[a] + groups[b])
-            out[a, b] = out[b, a] = float(_group_utilities(ctx, merged).sum()) - util[a] - util[b]
+            out[a, b] = out[b, a] = float(group_utilities(ctx, merged).sum()) - util[a] - util[b]
     return out
 
 
@@ -57,7 +58,7 @@ def merge_steps(updates, sizes, alpha=1.0, num_groups=None) -> list:
     p = client_partition(updates, sizes, alpha, num_groups)
     gram = gram_matrix(updates)
     d = validate_sizes(sizes, gram.shape[0])
-    ctx = _Context(gram=gram, sizes=d, alpha=validate_alpha(alpha, d))
+    ctx = GramContext(gram=gram, sizes=d, alpha=validate_alpha(alpha, d))
     groups = [[i] for i in range(gram.shape[0])]
     steps = []
     for m in p.merges:

@@ -19,137 +19,12 @@ merge: O(N) work per step after the O(N^2 M) Gram matrix, with identical decisio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from .updates import gram_matrix, validate_alpha, validate_sizes
+from .utility import ZERO_GROUP_RTOL, GramContext, Merge, Partition, make_partition
 
-__all__ = ["Merge", "Partition", "client_partition", "optimal_partition", "select_layer"]
-
-# A group whose mean update is this small relative to its members' norms has no
-# direction: its cosine term is taken as 0 (documented in docs/partition.md).
-ZERO_GROUP_RTOL = 1e-12
-
-
-@dataclass(frozen=True)
-class Merge:
-    """One step of the greedy merge.
-
-    Attributes
-    ----------
-    left, right : tuple[int, ...]
-        Members of the two merged groups (``min(left) < min(right)``).
-    benefit : float
-        Summed utility after the merge minus before.
-    total_utility : float
-        Sum of all clients' utilities right after this merge.
-    """
-
-    left: tuple
-    right: tuple
-    benefit: float
-    total_utility: float
-
-
-@dataclass
-class _Context:
-    gram: np.ndarray  # (N, N)
-    sizes: np.ndarray  # (N,) float64
-    alpha: np.ndarray  # (N,) float64
-
-
-@dataclass
-class Partition:
-    """A partition of clients into groups, with HCCT's utilities.
-
-    Attributes
-    ----------
-    groups : list[list[int]]
-        Each group's client indices ascending; groups ordered by their smallest member.
-    labels : numpy.ndarray (N,)
-        ``labels[i]`` is the index in ``groups`` of client i's group.
-    utilities : numpy.ndarray (N,)
-        Each client's utility ``-alpha_i / D_S + cos(g_i, g_S)`` in this partition.
-    merges : list[Merge]
-        The greedy merges that produced it, in order (empty for ``optimal_partition``).
-    """
-
-    groups: list
-    labels: np.ndarray
-    utilities: np.ndarray
-    merges: list = field(default_factory=list)
-    _ctx: _Context | None = field(default=None, repr=False)
-    _tree: list | None = field(default=None, repr=False)
-
-    @property
-    def n_clients(self) -> int:
-        return int(self.labels.shape[0])
-
-    @property
-    def n_groups(self) -> int:
-        return len(self.groups)
-
-    @property
-    def total_utility(self) -> float:
-        """Sum of all clients' utilities (the objective of the paper's problem P1)."""
-        return float(self.utilities.sum())
-
-    @property
-    def virtual_rows(self) -> np.ndarray:
-        """Indices of ``linkage()`` rows that are virtual: merges the algorithm did not make.
-
-        They complete the tree above the last real merge, continuing the same greedy
-        rule, so a dendrogram can be drawn; a plot should hide or grey them.
-        """
-        return np.arange(len(self.merges), max(self.n_clients - 1, 0))
-
-    def _full_tree(self) -> list:
-        if self._tree is None:
-            if self.n_groups == 1 or self._ctx is None:
-                self._tree = list(self.merges)
-            else:
-                self._tree = _greedy(self._ctx, num_groups=1)
-        return self._tree
-
-    def _heights(self):
-        tree = self._full_tree()
-        benefits = np.array([m.benefit for m in tree], dtype=np.float64)
-        ref = max(float(benefits.max(initial=0.0)), 0.0)
-        raw = ref - benefits
-        pad = 0.02 * (float(raw.max(initial=0.0)) or 1.0)
-        return np.maximum.accumulate(raw) + pad if raw.size else raw, ref + pad
-
-    def stop_height(self) -> float:
-        """Height in ``linkage()`` that corresponds to benefit 0 (the paper's stopping level).
-
-        Real merges with positive benefit lie below it; merges at negative benefit (forced
-        by ``num_groups``) and virtual rows lie at or above it.
-        """
-        if self._ctx is None and not self.merges:
-            raise ValueError("this partition has no merge history (e.g. optimal_partition)")
-        return self._heights()[1]
-
-    def linkage(self) -> np.ndarray:
-        """Return the merge history as a scipy linkage matrix, shape (N - 1, 4).
-
-        Row k merges clusters ``Z[k, 0]`` and ``Z[k, 1]`` (ids >= N are earlier rows)
-        at height ``Z[k, 2]``; ``Z[k, 3]`` is the new cluster's size. Heights are
-        ``max benefit - benefit``, made monotone with a running maximum, so the most
-        beneficial merges are lowest. Rows in ``virtual_rows`` complete the tree.
-        """
-        if self._ctx is None and not self.merges:
-            raise ValueError("this partition has no merge history (e.g. optimal_partition)")
-        n = self.n_clients
-        tree = self._full_tree()
-        heights, _ = self._heights()
-        cluster_id = {i: i for i in range(n)}  # keyed by a group's smallest member
-        z = np.zeros((len(tree), 4))
-        for k, m in enumerate(tree):
-            a, b = cluster_id.pop(m.left[0]), cluster_id.pop(m.right[0])
-            z[k] = (min(a, b), max(a, b), heights[k], len(m.left) + len(m.right))
-            cluster_id[min(m.left[0], m.right[0])] = n + k
-        return z
+__all__ = ["client_partition"]
 
 
 def client_partition(updates, sizes, alpha=1.0, num_groups=None) -> Partition:
@@ -188,10 +63,10 @@ def client_partition(updates, sizes, alpha=1.0, num_groups=None) -> Partition:
             raise TypeError(f"num_groups must be an int or None; got {num_groups!r}")
         if not 1 <= num_groups <= n:
             raise ValueError(f"num_groups must be in [1, N={n}]; got {num_groups}")
-    ctx = _Context(gram=gram, sizes=d, alpha=a)
+    ctx = GramContext(gram=gram, sizes=d, alpha=a)
     merges = _greedy(ctx, num_groups)
     groups = _groups_after(n, merges)
-    return _make_partition(ctx, groups, merges)
+    return make_partition(ctx, groups, merges, complete=lambda: _greedy(ctx, num_groups=1))
 
 
 def _groups_after(n: int, merges) -> list:
@@ -200,34 +75,6 @@ def _groups_after(n: int, merges) -> list:
         lo, hi = sorted((m.left[0], m.right[0]))
         members[lo] = sorted(members[lo] + members.pop(hi))
     return [members[k] for k in sorted(members)]
-
-
-def _group_utilities(ctx: _Context, group) -> np.ndarray:
-    """Utilities (len(group),) of the members of one group."""
-    idx = np.asarray(group)
-    d, a, gram = ctx.sizes, ctx.alpha, ctx.gram
-    d_group = d[idx].sum()
-    if idx.size == 1:
-        return np.array([1.0 - a[idx[0]] / d_group])
-    sub = gram[np.ix_(idx, idx)]
-    c = sub @ d[idx]  # c[i] = <g_i, sum_j D_j g_j>
-    q = float(d[idx] @ c)
-    norms = np.sqrt(np.diag(sub))
-    if q <= (ZERO_GROUP_RTOL * float(d[idx] @ norms)) ** 2:
-        cos = np.zeros(idx.size)
-    else:
-        cos = c / (norms * np.sqrt(q))
-    return -a[idx] / d_group + cos
-
-
-def _make_partition(ctx: _Context, groups, merges) -> Partition:
-    n = ctx.sizes.shape[0]
-    labels = np.empty(n, dtype=np.int64)
-    utilities = np.empty(n)
-    for k, g in enumerate(groups):
-        labels[g] = k
-        utilities[g] = _group_utilities(ctx, g)
-    return Partition(groups=groups, labels=labels, utilities=utilities, merges=merges, _ctx=ctx)
 
 
 def _pair_benefits(s, rows, st):
@@ -243,7 +90,7 @@ def _pair_benefits(s, rows, st):
     return u_new - st["U"][s] - st["U"][rows], q, y
 
 
-def _greedy(ctx: _Context, num_groups=None) -> list:
+def _greedy(ctx: GramContext, num_groups=None) -> list:
     """Run the greedy merge; return the list of Merge records."""
     gram, d, a = ctx.gram, ctx.sizes, ctx.alpha
     n = d.shape[0]
@@ -331,5 +178,3 @@ def _refresh_row_max(benefit, row_max, row_arg, active, s, t) -> None:
 
 
 # Re-exported here so that the whole of the paper's partition step lives under one name.
-from .efficient import select_layer  # noqa: E402
-from .optimum import optimal_partition  # noqa: E402

@@ -13,13 +13,10 @@ SynthDigits are not), and CIFAR-10 on the 12,000-image offline subset.
 
 from __future__ import annotations
 
-import os
-import platform
-from dataclasses import dataclass, field
+from ..training.config import SCHEMES
+from .runner import Job
 
-from .tasks import SCHEMES
-
-__all__ = ["Job", "GRIDS", "grid_jobs", "run_jobs", "job_path", "provenance"]
+__all__ = ["GRIDS", "OFFLINE_DIGIT_DOMAINS", "PATTERNS", "grid_jobs"]
 
 OFFLINE_DIGIT_DOMAINS = ["mnist", "usps", "mnistm"]
 SEEDS = (0, 1, 2, 3, 4)
@@ -36,18 +33,6 @@ FIG5_ALPHAS = (0.1, 1.0, 10.0, 100.0, 1000.0)
 FIG5_RATIOS = (0.05, 0.1, 0.2, 0.5)
 FIG6_KS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20)
 FIG7_NS = (10, 20, 30, 40, 50)
-
-
-@dataclass(frozen=True)
-class Job:
-    """One run of a grid: ``name`` is unique within the grid (the file name's stem)."""
-
-    grid: str
-    name: str
-    task: str
-    scheme: str
-    seed: int
-    overrides: dict = field(default_factory=dict, hash=False)
 
 
 def _table3(grid, task, seeds, **kw):
@@ -156,131 +141,3 @@ def grid_jobs(names, seeds=None) -> list:
         build, default = GRIDS[name]
         jobs += build(tuple(default if seeds is None else seeds))
     return jobs
-
-
-def job_path(out_dir: str, job: Job) -> str:
-    return os.path.join(out_dir, job.grid, f"{job.name}.json")
-
-
-def provenance(device: str) -> dict:
-    """Where a result came from: code commit, package versions and the device."""
-    import numpy
-    import torch
-
-    dev = device
-    if device.startswith("cuda") and torch.cuda.is_available():
-        dev = f"cuda ({torch.cuda.get_device_name(0)})"
-    return {
-        "code_commit": os.environ.get("HCCT_CODE_COMMIT") or _git_commit(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "numpy": numpy.__version__,
-        "device": dev,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-    }
-
-
-def _git_commit():
-    import subprocess
-
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=os.path.dirname(os.path.abspath(__file__)),
-        )
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-def _slim(result: dict, keep_cosines_epoch: int = 1) -> dict:
-    """Drop per-epoch cosines except those of one epoch (they dominate a file's size)."""
-    for h in result["history"]:
-        if h["epoch"] != keep_cosines_epoch:
-            h.pop("update_cosines", None)
-            h.pop("update_clients", None)
-    return result
-
-
-def _one_thread() -> None:
-    import torch
-
-    torch.set_num_threads(1)
-
-
-def _run_job(args) -> tuple:
-    """One run, one atomically written JSON; ``device`` None keeps the job's own."""
-    job, out_dir, device = args
-    from .engine import run_experiment
-    from .results import write_json
-    from .tasks import make_config
-
-    kw = dict(job.overrides) if device is None else dict(job.overrides, device=device)
-    cfg = make_config(job.task, job.scheme, job.seed, **kw)
-    try:
-        result = _slim(run_experiment(cfg, progress=False))
-    except Exception as err:  # one failed run must not end a grid of hundreds
-        return job, None, f"{type(err).__name__}: {err}"
-    result.update(grid=job.grid, name=job.name, provenance=provenance(cfg.device))
-    write_json(job_path(out_dir, job), result)
-    return job, result["final"]["mean"], result["seconds"]
-
-
-def run_jobs(jobs, out_dir: str, workers: int = 1, device=None, log=print, progress=True) -> int:
-    """Run every job whose file is missing, in ``workers`` processes; return how many ran.
-
-    Each worker process uses one torch thread (two threads per process on two busy cores
-    made one run six times slower); with ``workers=1`` the runs happen in this process.
-    Results do not depend on ``workers``. ``device`` (e.g. ``"cuda"``) overrides every
-    job's device when given.
-    """
-    from .tasks import make_config
-
-    log = log or (lambda _msg: None)
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1; got {workers}")
-    for job in jobs:  # fail fast, before any run, on bad settings
-        kw = dict(job.overrides) if device is None else dict(job.overrides, device=device)
-        make_config(job.task, job.scheme, job.seed, **kw)
-    todo = []
-    for j in jobs:
-        if os.path.exists(job_path(out_dir, j)):
-            log(f"skip {os.path.join(j.grid, j.name)}.json (exists)".lstrip("/"))
-        else:
-            todo.append(j)
-    args = [(j, out_dir, device) for j in todo]
-    pool = None
-    if workers > 1 and len(todo) > 1:
-        import multiprocessing as mp
-
-        pool = mp.get_context("spawn").Pool(min(workers, len(todo)), initializer=_one_thread)
-        done = pool.imap_unordered(_run_job, args)
-    else:
-        done = map(_run_job, args)
-    failed = []
-    try:
-        for job, err, secs in _progress(done, len(todo), progress):
-            name = os.path.join(job.grid, job.name).lstrip("/")
-            if err is None:
-                failed.append(f"{name}: {secs}")
-                log(f"FAILED {name}: {secs}")
-            else:
-                log(f"done {name}.json: mean test error {err:.2f}% in {secs:.1f} s")
-    finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
-    if failed:
-        raise RuntimeError(f"{len(failed)} run(s) failed: " + "; ".join(failed))
-    return len(todo)
-
-
-def _progress(it, total, show=True):
-    if not show:
-        return it
-    from tqdm.auto import tqdm
-
-    return tqdm(it, total=total, desc="runs", disable=None)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .partition import ZERO_GROUP_RTOL, Partition, _Context, _make_partition
 from .updates import gram_matrix, validate_alpha, validate_sizes
+from .utility import ZERO_GROUP_RTOL, GramContext, Partition, make_partition
 
 __all__ = ["optimal_partition", "subset_utilities", "MAX_CLIENTS"]
 
@@ -97,7 +97,7 @@ def optimal_partition(updates, sizes, alpha=1.0) -> Partition:
         groups.append([i for i in range(n) if g >> i & 1])
         mask ^= g
     groups.sort(key=lambda g: g[0])
-    result = _make_partition(_Context(gram=gram, sizes=d, alpha=a), groups, [])
+    result = make_partition(GramContext(gram=gram, sizes=d, alpha=a), groups, [])
     result._ctx = None  # no merge history: linkage() is undefined for the optimum
     return result
 
@@ -109,7 +109,7 @@ def greedy_vs_optimal(n_instances=50, n_clients=8, alpha=100.0, dim=200, seed=0)
     optimum's groups), ``same_utility`` (count within 1e-9), ``mean_gap`` and ``max_gap``
     (optimum total utility minus greedy's, >= 0) and ``gaps`` (n_instances,).
     """
-    from .partition import client_partition
+    from .greedy import client_partition
     from .synthetic import clustered_updates
 
     if not 1 <= n_clients <= MAX_CLIENTS:

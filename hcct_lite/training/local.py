@@ -15,7 +15,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from .federation import ClientData
+from .splits import ClientData
 
 __all__ = ["LocalResult", "LocalTrainer", "SGDTrainer", "evaluate", "update_of"]
 

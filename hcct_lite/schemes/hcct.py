@@ -1,0 +1,76 @@
+"""HCCT and its variants HCCT-E (one layer) and HCCT-P (a local head): the paper's
+Algorithm 1 with Algorithm 2's partition every epoch."""
+
+from __future__ import annotations
+
+from ..partition import client_partition, select_layer
+from .base import GroupScheme
+
+__all__ = ["HCCT", "HCCTE", "HCCTP"]
+
+
+class HCCT(GroupScheme):
+    """HCCT: epoch 0 singletons (Algorithm 1); then :func:`client_partition` on the
+    previous epoch's updates. Clients without an update yet (newcomers) are singletons."""
+
+    name = "hcct"
+
+    def __init__(self):
+        self.info = {}
+
+    def similarity_updates(self, server, clients):
+        return [server.updates[i] for i in clients]
+
+    def groups(self, t, server):
+        known = [
+            i
+            for i in server.active
+            if i in server.updates and i not in server.new and i not in server.absent
+        ]
+        if t == 0 or len(known) == 0:
+            self.info = {}
+            return [[i] for i in server.active]
+        k = server.cfg.fixed_groups
+        p = client_partition(
+            self.similarity_updates(server, known),
+            server.sizes[known],
+            alpha=server.cfg.alpha,
+            num_groups=None if k is None else min(k, len(known)),
+        )
+        groups = [[known[j] for j in g] for g in p.groups]
+        groups += [[i] for i in server.active if i not in known]
+        groups.sort(key=lambda g: g[0])
+        self.info = {"total_utility": p.total_utility}
+        return groups
+
+
+class HCCTE(HCCT):
+    """HCCT-E: similarity on the one layer with the largest relative variance, chosen once
+    from the first updates the server sees."""
+
+    name = "hcct-e"
+
+    def __init__(self):
+        super().__init__()
+        self.keys = None
+
+    def similarity_updates(self, server, clients):
+        ups = [server.updates[i] for i in clients]
+        if self.keys is None:
+            layer = select_layer(ups)
+            self.keys = [k for k in ups[0] if k == layer or k.startswith(layer + ".")]
+            self.layer = layer
+        return [{k: u[k] for k in self.keys} for u in ups]
+
+    def groups(self, t, server):
+        groups = super().groups(t, server)
+        if self.keys is not None:
+            self.info["layer"] = self.layer
+        return groups
+
+
+class HCCTP(HCCT):
+    """HCCT-P: HCCT whose classifier (the last linear layer) stays with each client."""
+
+    name = "hcct-p"
+    keep_head = True

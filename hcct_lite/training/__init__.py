@@ -1,0 +1,19 @@
+"""Training: run configuration, the paper's tasks, data and models, local SGD, and the
+one loop (Algorithm 1) that serves every scheme through a client :class:`Backend`."""
+
+from .config import SCHEMES, RunConfig, make_config
+from .engine import Backend, LocalBackend, run_experiment
+from .models import build_model
+from .tasks import TASKS, build_clients
+
+__all__ = [
+    "SCHEMES",
+    "TASKS",
+    "RunConfig",
+    "make_config",
+    "build_clients",
+    "build_model",
+    "Backend",
+    "LocalBackend",
+    "run_experiment",
+]

@@ -1,0 +1,165 @@
+"""The run configuration: every setting of one experiment, validated.
+
+:func:`make_config` fills a :class:`RunConfig` from a task's Table 2 defaults
+(:data:`hcct_lite.training.tasks.TASKS`) and checks every override, naming the bad one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .tasks import TASKS
+
+__all__ = [
+    "SCHEMES",
+    "EXTRA_SCHEMES",
+    "RunConfig",
+    "make_config",
+    "validate_config",
+    "arrival_epochs",
+    "parse_partition",
+]
+
+SCHEMES = ("independent", "global", "hcct", "hcct-e", "hcct-p", "maxfl", "fedfa", "ifca", "flsc")
+# Not a scheme of the paper: a partition given by hand (`partition=`), e.g. Table 1's patterns.
+EXTRA_SCHEMES = ("fixed",)
+
+
+@dataclass
+class RunConfig:
+    """Every setting of one experiment (written to the result JSON as ``config``)."""
+
+    task: str
+    scheme: str
+    seed: int = 0
+    model: str = "small_digits"
+    dataset: str = "digits"
+    domains: list = field(default_factory=list)
+    n_clients: int = 8
+    samples: int = 224  # average samples assigned per client, before its train/test split
+    train_ratio: float = 0.5
+    batch_size: int = 64
+    lr: float = 0.1
+    lr_decay: float = 0.995
+    local_epochs: int = 1
+    epochs: int = 30
+    alpha: float = 1.0
+    cluster_models: int = 4  # IFCA / FLSC number of cluster models
+    soft_groups: int = 2  # FLSC: cluster models each client averages
+    maxfl_reference_epochs: int = 50  # MAXFL: local epochs of each client's reference model
+    maxfl_threshold: str = "distance"  # the paper's; or "reference-loss" (Cho et al.)
+    fixed_groups: int | None = None  # HCCT family: force exactly K groups (Fig. 6/7)
+    update_includes_buffers: bool = False
+    authors_round0: bool = False
+    partition: list | None = None  # the "fixed" scheme's groups, e.g. [[0, 1], [2]]
+    record_cosines: bool = False  # store each epoch's pairwise update cosines in the history
+    initial_clients: int | None = None  # incoming clients (Fig. 4): clients at epoch 0
+    new_clients: int = 0  # ... and this many join every `join_every` epochs
+    join_every: int = 10
+    data_root: str | None = None
+    download: bool = True
+    device: str = "cpu"
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def make_config(task: str, scheme: str, seed: int = 0, **overrides) -> RunConfig:
+    """Build a validated :class:`RunConfig` from a task's defaults and overrides.
+
+    ``None`` overrides are ignored. ``alpha`` defaults to the task's value for HCCT,
+    HCCT-E or HCCT-P (Table 2). Raises ``ValueError`` naming the bad setting.
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
+    if scheme not in SCHEMES + EXTRA_SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}; choose from {list(SCHEMES + EXTRA_SCHEMES)}")
+    spec = dict(TASKS[task])
+    alphas = spec.pop("alpha")
+    spec["alpha"] = alphas.get(scheme, alphas["hcct"])
+    spec["domains"] = list(spec.get("domains", []))
+    spec.update({k: v for k, v in overrides.items() if v is not None})
+    names = {f.name for f in dataclasses.fields(RunConfig)}
+    unknown = set(spec) - names
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(unknown)}")
+    cfg = RunConfig(task=task, scheme=scheme, seed=int(seed), **spec)
+    validate_config(cfg)
+    return cfg
+
+
+def validate_config(cfg: RunConfig) -> None:
+    """Raise ``ValueError`` naming the first setting of ``cfg`` that is out of range."""
+
+    def need(ok, what):
+        if not ok:
+            raise ValueError(what)
+
+    need(isinstance(cfg.seed, int) and cfg.seed >= 0, f"seed must be an int >= 0; got {cfg.seed}")
+    need(cfg.epochs >= 1, f"epochs must be >= 1; got {cfg.epochs}")
+    need(np.isfinite(cfg.alpha) and cfg.alpha >= 0, f"alpha must be >= 0; got {cfg.alpha}")
+    need(cfg.local_epochs >= 1, f"local_epochs must be >= 1; got {cfg.local_epochs}")
+    need(cfg.batch_size >= 1, f"batch_size must be >= 1; got {cfg.batch_size}")
+    need(cfg.lr > 0, f"lr must be > 0; got {cfg.lr}")
+    need(0 < cfg.lr_decay <= 1, f"lr_decay must be in (0, 1]; got {cfg.lr_decay}")
+    need(0 < cfg.train_ratio < 1, f"train_ratio must be in (0, 1); got {cfg.train_ratio}")
+    need(cfg.n_clients >= 1, f"n_clients must be >= 1; got {cfg.n_clients}")
+    need(cfg.cluster_models >= 1, f"cluster_models must be >= 1; got {cfg.cluster_models}")
+    need(
+        1 <= cfg.soft_groups <= cfg.cluster_models,
+        f"soft_groups must be in [1, cluster_models={cfg.cluster_models}]; got {cfg.soft_groups}",
+    )
+    need(
+        cfg.maxfl_reference_epochs >= 1,
+        f"maxfl_reference_epochs must be >= 1; got {cfg.maxfl_reference_epochs}",
+    )
+    need(
+        cfg.maxfl_threshold in ("distance", "reference-loss"),
+        f"maxfl_threshold must be 'distance' or 'reference-loss'; got {cfg.maxfl_threshold!r}",
+    )
+    need(cfg.new_clients >= 0, f"new_clients must be >= 0; got {cfg.new_clients}")
+    need(cfg.join_every >= 1, f"join_every must be >= 1; got {cfg.join_every}")
+    if cfg.initial_clients is not None:
+        need(
+            1 <= cfg.initial_clients <= cfg.n_clients,
+            f"initial_clients must be in [1, n_clients={cfg.n_clients}]; got {cfg.initial_clients}",
+        )
+    if cfg.fixed_groups is not None:
+        need(
+            1 <= cfg.fixed_groups <= cfg.n_clients,
+            f"fixed_groups must be in [1, n_clients={cfg.n_clients}]; got {cfg.fixed_groups}",
+        )
+    if cfg.scheme == "fixed" or cfg.partition is not None:
+        flat = sorted(i for g in (cfg.partition or []) for i in g)
+        need(
+            flat == list(range(cfg.n_clients)),
+            f"partition must split clients 0..{cfg.n_clients - 1} into disjoint groups; "
+            f"got {cfg.partition}",
+        )
+    need(
+        cfg.device in ("cpu", "cuda", "auto") or cfg.device.startswith("cuda:"),
+        f"device must be auto, cpu or cuda; got {cfg.device!r}",
+    )
+
+
+def arrival_epochs(cfg: RunConfig) -> np.ndarray:
+    """(n_clients,) epoch at which each client joins (0 for all without incoming clients)."""
+    start = cfg.n_clients if cfg.initial_clients is None else cfg.initial_clients
+    arrive = np.zeros(cfg.n_clients, dtype=np.int64)
+    if cfg.new_clients > 0:
+        for i in range(start, cfg.n_clients):
+            arrive[i] = cfg.join_every * (1 + (i - start) // cfg.new_clients)
+    else:  # no arrivals: clients past `initial_clients` never join (same data, fewer clients)
+        arrive[start:] = cfg.epochs
+    return arrive
+
+
+def parse_partition(text: str) -> list:
+    """``"0,1|2"`` -> ``[[0, 1], [2]]`` (the command line's ``--partition``)."""
+    try:
+        return [sorted(int(i) for i in g.split(",")) for g in text.split("|")]
+    except ValueError:
+        raise ValueError(f"partition must look like '0,1|2'; got {text!r}") from None

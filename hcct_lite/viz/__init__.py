@@ -1,0 +1,1 @@
+"""Figures and widgets: the partition, the bound, and the experiments' charts."""
