@@ -9,6 +9,7 @@ import pytest
 from hcct_lite.experiments.runner import run_grid
 from hcct_lite.training.config import SCHEMES, make_config
 from hcct_lite.training.engine import run_experiment
+from hcct_lite.training.tasks import build_clients
 
 PAIRS = [[0, 1], [2, 3], [4, 5], [6, 7]]
 
@@ -157,3 +158,43 @@ def test_a_client_too_small_to_split_is_named():
     cfg = make_config("rotated-digits", "hcct", 0, samples=1)
     with pytest.raises(ValueError, match="client 0: only 1 samples, too few to split"):
         run_experiment(cfg, progress=False)
+
+
+class DroppingBackend:
+    """A LocalBackend whose client ``drop`` does not answer in epoch ``epoch``."""
+
+    def __init__(self, inner, drop, epoch):
+        self.inner, self.drop, self.epoch = inner, drop, epoch
+        self.sizes, self.domains = inner.sizes, inner.domains
+        self.now = None
+
+    def train(self, starts, lr, epoch):
+        self.now = epoch
+        out = self.inner.train(starts, lr, epoch)
+        if epoch == self.epoch:
+            out.pop(self.drop, None)
+        return out
+
+    def evaluate(self, states):
+        return self.inner.evaluate(states)
+
+    def probe(self, i, state):
+        if self.now == self.epoch - 1 and i == self.drop:
+            return None  # silent while the next epoch is planned, too
+        return self.inner.probe(i, state)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_every_scheme_survives_a_client_missing_for_one_epoch(scheme):
+    from hcct_lite.training.engine import Backend, LocalBackend, init_model
+
+    cfg = make_config("rotated-digits", scheme, 0, epochs=4)
+    inner = LocalBackend(cfg, build_clients(cfg), init_model(cfg, 0, "cpu"), "cpu")
+    backend = DroppingBackend(inner, drop=3, epoch=2)
+    assert isinstance(backend, Backend)
+    r = run_experiment(cfg, progress=False, backend=backend)
+    h = r["history"]
+    assert h[2]["missing"] == [3] and h[2]["client_test_error"][3] is None
+    assert all(3 not in g for g in h[2]["groups"])
+    assert h[3]["missing"] == [] and h[3]["client_test_error"][3] is not None
+    assert np.isfinite(r["final"]["mean"])

@@ -7,7 +7,6 @@ import torch
 from hcct_lite.schemes.base import Plan, ServerView, weighted_average
 from hcct_lite.schemes.baselines import IFCA, MAXFL, FedFA
 from hcct_lite.schemes.hcct import HCCTP
-from hcct_lite.training.config import make_config
 from hcct_lite.training.local import LocalResult
 
 
@@ -23,18 +22,17 @@ def result(st, acc=0.5):
     return LocalResult(st, {}, 10, 0.0, acc)
 
 
-def view(n, sizes, states=None, probe=None, **cfg):
+def view(n, sizes, states=None, probe=None):
     return ServerView(
-        make_config("rotated-digits", "hcct", 0, **cfg),
-        list(range(n)),
-        set(),
-        np.asarray(sizes),
-        states or {},
-        {},
-        state(0, 0),
-        ["fc.weight"],
-        probe,
-        lambda k: state(k, k),
+        sizes=np.asarray(sizes),
+        init_state=state(0, 0),
+        head=["fc.weight"],
+        trainable=["body.weight", "fc.weight"],
+        probe=probe,
+        fresh_state=lambda k: state(k, k),
+        train=None,
+        active=list(range(n)),
+        states=states or {},
     )
 
 
@@ -52,7 +50,7 @@ def test_weighted_average_floats_and_counters():
 
 def test_hcct_p_averages_the_body_and_keeps_each_head():
     server = view(2, [1, 1])
-    out = HCCTP().aggregate(
+    out = HCCTP(alpha=1.0).aggregate(
         1, server, Plan({}, [[0, 1]]), {0: result(state(0, 10)), 1: result(state(2, 20))}
     )
     assert out[0]["body.weight"].tolist() == out[1]["body.weight"].tolist() == [1.0, 1.0]
@@ -72,7 +70,7 @@ def test_fedfa_weighs_by_minus_log2_accuracy():
     assert out[0]["body.weight"].tolist() == pytest.approx([2.0, 2.0])
 
 
-def _maxfl_server(global_loss, **cfg):
+def _maxfl_server(global_loss):
     """Two clients; a model whose body is 5 is a reference (loss 0.5 on both clients), any
     other is the global model, with loss ``global_loss[i]`` on client i."""
     calls = []
@@ -84,16 +82,14 @@ def _maxfl_server(global_loss, **cfg):
     def probe(i, st):
         return (0.5 if float(st["body.weight"][0]) == 5 else global_loss[i]), 0.0
 
-    server = view(2, [1, 1], states={0: state(1, 1), 1: state(2, 2)}, probe=probe, **cfg)
-    server.train, server.trainable = train, ["body.weight", "fc.weight"]
+    server = view(2, [1, 1], states={0: state(1, 1), 1: state(2, 2)}, probe=probe)
+    server.train = train
     return server, calls
 
 
 def test_maxfl_participation_is_stable_while_the_global_model_stays_appealing():
-    server, calls = _maxfl_server(
-        [0.1, 0.9], maxfl_threshold="reference-loss", maxfl_reference_epochs=3
-    )
-    scheme = MAXFL()
+    server, calls = _maxfl_server([0.1, 0.9])
+    scheme = MAXFL(lr=0.1, local_epochs=1, reference_epochs=3, threshold="reference-loss")
     scheme.setup(server)
     plan = scheme.plan(0, server)
     assert calls == [-1, -2, -3]  # the reference: 3 local epochs, once, on its own streams
@@ -116,7 +112,7 @@ def test_maxfl_participation_is_stable_while_the_global_model_stays_appealing():
 
 def test_maxfl_distance_threshold_is_the_papers():
     server, _ = _maxfl_server([0.1, 0.1])
-    scheme = MAXFL()
+    scheme = MAXFL(lr=0.1, local_epochs=1, reference_epochs=1)
     scheme.setup(server)
     scheme.plan(0, server)
     scheme.global_state = state(5, 5)  # equal to the reference: distance 0, not appealing
@@ -129,11 +125,11 @@ def test_ifca_picks_the_cluster_model_with_the_lowest_loss():
     def probe(i, st):
         return abs(float(st["body.weight"][0]) - 2 * i), 0.0
 
-    scheme = IFCA()
-    server = view(3, [1, 1, 1], probe=probe, cluster_models=3)
+    scheme = IFCA(k=3)
+    server = view(3, [1, 1, 1], probe=probe)
     scheme.setup(server)  # cluster models 0, 1, 2 (bodies 0, 1, 2)
     plan = scheme.plan(0, server)
-    assert plan.info["clusters"] == {0: [0], 1: [2], 2: [2]}
+    assert plan.per_client == {0: [0], 1: [2], 2: [2]}
     assert plan.groups == [[0], [1, 2]]
 
 

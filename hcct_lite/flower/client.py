@@ -14,6 +14,7 @@ import torch
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
+from ..schemes.registry import SCHEME_CLASSES
 from ..training.local import SGDTrainer, evaluate
 from ..training.models import build_model, head_names
 from ..training.splits import ClientData
@@ -57,9 +58,14 @@ def _client_data(cfg, context: Context) -> tuple:
     return i, _DATA_CACHE[key][i]
 
 
+def _keeps_head(cfg) -> bool:
+    """Whether the run's scheme keeps each client's classifier local (HCCT-P)."""
+    return SCHEME_CLASSES[cfg.scheme].keep_head
+
+
 def _keep_head(cfg, model, state: dict, context: Context) -> dict:
     """HCCT-P: train and evaluate with this node's own head, kept in its context."""
-    if cfg.scheme != "hcct-p" or "head" not in context.state:
+    if not _keeps_head(cfg) or "head" not in context.state:
         return state
     own = from_record(context.state["head"])
     return {**state, **{k: own[k] for k in head_names(model)}}
@@ -92,7 +98,7 @@ def make_client_app(cfg=None) -> ClientApp:
         start = _keep_head(c, model, from_record(msg.content["model"]), context)
         trainer = SGDTrainer(model, c.local_epochs, c.batch_size, seed=c.seed)
         res = trainer.train_one(start, data, float(conf["lr"]), int(conf["epoch"]), i)
-        if c.scheme == "hcct-p":
+        if _keeps_head(c):
             context.state["head"] = ArrayRecord(
                 {k: res.state[k].detach().clone() for k in head_names(model)}
             )

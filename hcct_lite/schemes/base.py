@@ -22,38 +22,88 @@ __all__ = ["Plan", "ServerView", "Scheme", "GroupScheme", "weighted_average"]
 
 @dataclass
 class Plan:
-    """One epoch's plan: ``start[i]`` is the state client i trains from; ``groups`` is a
-    list of client-index lists (disjoint except for FLSC's soft clusters)."""
+    """One epoch's plan, made by a scheme before local training.
+
+    Attributes
+    ----------
+    start : dict client -> state dict
+        The model each client trains from (a client absent from it sits the epoch out).
+    groups : list of lists of int
+        Who trains with whom, for the record and for aggregation (disjoint except for
+        FLSC's soft clusters).
+    info : dict
+        What the engine records in the epoch's history (JSON-able: e.g. ``total_utility``,
+        ``layer``, ``participants``).
+    per_client : dict client -> object
+        What the scheme needs per client at aggregation (e.g. the clusters it chose).
+    """
 
     start: dict
     groups: list
     info: dict = field(default_factory=dict)
+    per_client: dict = field(default_factory=dict)
+
+    def without(self, missing) -> Plan:
+        """The plan restricted to the clients that answered: ``missing`` is dropped from
+        ``start``, every group (empty groups vanish), ``per_client`` and every list of
+        client indices in ``info``. The engine calls this once, for every scheme."""
+        missing = set(missing)
+        if not missing:
+            return self
+
+        def keep(v):
+            if isinstance(v, list) and all(isinstance(i, int) for i in v):
+                return [i for i in v if i not in missing]
+            return v
+
+        groups = [[i for i in g if i not in missing] for g in self.groups]
+        return Plan(
+            {i: s for i, s in self.start.items() if i not in missing},
+            [g for g in groups if g],
+            {k: keep(v) for k, v in self.info.items()},
+            {i: v for i, v in self.per_client.items() if i not in missing},
+        )
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ServerView:
     """What the server knows and can ask, handed to a scheme by the engine.
 
-    ``probe(i, state)`` asks client i for ``(loss, accuracy)`` of ``state`` on its own
-    training data; ``fresh_state(k)`` is a new random initialisation (seeded by k);
-    ``train(starts, lr, epoch)`` asks clients for local training outside an epoch.
+    Attributes
+    ----------
+    sizes : numpy.ndarray (N,)
+        D_i of every client.
+    init_state : dict
+        The common initial model.
+    head : list of str
+        State entries of the classifier (HCCT-P keeps them local).
+    trainable : list of str
+        Names of the trainable state entries.
+    probe : callable ``(i, state) -> (loss, accuracy in [0, 1])`` or None
+        Evaluates ``state`` on client i's training data (None: no answer).
+    fresh_state : callable ``k -> state``
+        A new random initialisation, seeded by k.
+    train : callable ``(starts, lr, epoch) -> {i: LocalResult}``
+        Local training outside an epoch (MAXFL's one-off reference models).
+    active : list of int
+        Clients taking part this epoch; ``new`` those arriving this epoch, ``absent``
+        those that did not answer last epoch.
+    states, updates : dict client -> state dict
+        Each client's current model and its last update.
     """
 
-    cfg: object
-    active: list
-    new: set
     sizes: np.ndarray
-    states: dict
-    updates: dict
     init_state: dict
     head: list
+    trainable: list
     probe: object
     fresh_state: object
-    absent: set = field(default_factory=set)  # did not answer last epoch
-    # train(starts, lr, epoch) -> {i: LocalResult}: local training outside the epoch loop
-    # (MAXFL's one-off reference models)
-    train: object = None
-    trainable: list = field(default_factory=list)  # names of the trainable state entries
+    train: object
+    active: list = field(default_factory=list)
+    new: set = field(default_factory=set)
+    absent: set = field(default_factory=set)
+    states: dict = field(default_factory=dict)
+    updates: dict = field(default_factory=dict)
 
 
 def weighted_average(states: list, weights) -> dict:
@@ -83,17 +133,28 @@ def weighted_average(states: list, weights) -> dict:
 
 
 class Scheme:
-    """Base class: subclasses implement :meth:`plan` and :meth:`aggregate`."""
+    """Base class: subclasses implement :meth:`plan` and :meth:`aggregate`.
+
+    A scheme is configured by its constructor. ``keep_head`` says whether clients keep
+    their classifier local (HCCT-P); a Flower ClientApp reads it.
+    """
 
     name = "scheme"
+    keep_head = False
 
     def setup(self, server: ServerView) -> None:  # noqa: B027 - optional hook
         """Called once before epoch 0."""
 
     def plan(self, t: int, server: ServerView) -> Plan:
+        """Who trains from which model in epoch ``t``."""
         raise NotImplementedError
 
     def aggregate(self, t: int, server: ServerView, plan: Plan, results: dict) -> dict:
+        """The model each client holds after epoch ``t``, client -> state dict.
+
+        ``plan`` and ``results`` (client -> LocalResult) cover the same clients: the
+        engine has dropped those that did not answer. A client left out keeps its model.
+        """
         raise NotImplementedError
 
 
@@ -105,16 +166,19 @@ class GroupScheme(Scheme):
     their trained models, which every member then holds.
     """
 
-    keep_head = False
+    def __init__(self, authors_round0: bool = False):
+        self.authors_round0 = authors_round0
+        self.info = {}
 
     def groups(self, t: int, server: ServerView) -> list:
+        """The disjoint groups of epoch ``t``: a list of lists of active clients."""
         raise NotImplementedError
 
     def weights(self, members, server: ServerView, results: dict) -> np.ndarray:
         return server.sizes[members].astype(np.float64)
 
     def plan(self, t, server):
-        if t == 0 and server.cfg.authors_round0:
+        if t == 0 and self.authors_round0:
             groups = [list(server.active)]  # the authors' code: a FedAvg round first
         else:
             groups = self.groups(t, server)
@@ -123,7 +187,7 @@ class GroupScheme(Scheme):
             model = weighted_average([server.states[i] for i in g], server.sizes[g])
             for i in g:
                 start[i] = self._personal(model, server.states[i], server.head)
-        return Plan(start, groups, getattr(self, "info", {}))
+        return Plan(start, groups, dict(self.info))
 
     def aggregate(self, t, server, plan, results):
         out = {}

@@ -11,6 +11,8 @@ __all__ = ["Independent", "Global", "FedFA", "Fixed", "MAXFL", "IFCA", "FLSC"]
 
 
 class Independent(GroupScheme):
+    """Every client is its own group: independent training."""
+
     name = "independent"
 
     def groups(self, t, server):
@@ -18,6 +20,8 @@ class Independent(GroupScheme):
 
 
 class Global(GroupScheme):
+    """One group of every client: FedAvg, D-weighted."""
+
     name = "global"
 
     def groups(self, t, server):
@@ -43,10 +47,14 @@ class Fixed(GroupScheme):
 
     name = "fixed"
 
+    def __init__(self, partition, authors_round0: bool = False):
+        super().__init__(authors_round0)
+        self.partition = [list(g) for g in partition]
+
     def groups(self, t, server):
         return [
             [i for i in g if i in server.active]
-            for g in server.cfg.partition
+            for g in self.partition
             if any(i in server.active for i in g)
         ]
 
@@ -78,6 +86,12 @@ class MAXFL(Scheme):
 
     name = "maxfl"
 
+    def __init__(self, lr, local_epochs, reference_epochs=50, threshold="distance"):
+        if threshold not in ("distance", "reference-loss"):
+            raise ValueError(f"threshold must be 'distance' or 'reference-loss'; got {threshold!r}")
+        self.lr, self.local_epochs = lr, local_epochs
+        self.reference_epochs, self.threshold_kind = reference_epochs, threshold
+
     def setup(self, server):
         self.global_state = None
         self.reference = {}  # client -> reference state (trained once)
@@ -85,23 +99,28 @@ class MAXFL(Scheme):
 
     def _train_references(self, server, clients):
         """Train the reference of each client in ``clients`` (skips those already done)."""
-        cfg = server.cfg
         todo = [i for i in clients if i not in self.reference]
         if not todo:
             return
         states = {i: server.init_state for i in todo}
-        rounds = -(-cfg.maxfl_reference_epochs // cfg.local_epochs)  # ceil
+        rounds = -(-self.reference_epochs // self.local_epochs)  # ceil
         for r in range(rounds):
             # Negative epoch numbers: shuffling streams apart from the run's own epochs.
-            res = server.train(states, cfg.lr, -(r + 1))
+            res = server.train(states, self.lr, -(r + 1))
             states = {i: res[i].state for i in states if i in res}
         for i, st in states.items():
-            self.reference[i] = st
-            self.threshold[i] = float(server.probe(i, st)[0])
+            probed = server.probe(i, st)
+            if probed is not None:  # a client that does not answer is retried next epoch
+                self.reference[i] = st
+                self.threshold[i] = float(probed[0])
 
     def appealing(self, server, i) -> bool:
-        loss_global = float(server.probe(i, self.global_state)[0])
-        if server.cfg.maxfl_threshold == "distance":
+        """Whether the global model is appealing to client i (False if it does not answer)."""
+        probed = server.probe(i, self.global_state)
+        if probed is None:
+            return False
+        loss_global = float(probed[0])
+        if self.threshold_kind == "distance":
             ref = self.reference[i]
             dist = sum(
                 float(((ref[k].float() - self.global_state[k].float()) ** 2).sum())
@@ -113,29 +132,24 @@ class MAXFL(Scheme):
     def plan(self, t, server):
         self._train_references(server, server.active)
         if self.global_state is None:
-            return Plan(
-                {i: server.states[i] for i in server.active},
-                [[i] for i in server.active],
-                {"participants": []},
-            )
+            start = {i: server.states[i] for i in server.active}
+            return Plan(start, [[i] for i in start], {"participants": []}, dict.fromkeys(start))
         ready = [i for i in server.active if i in self.threshold]
         joined = [i for i in ready if self.appealing(server, i)]
         start = {i: (self.global_state if i in joined else server.states[i]) for i in server.active}
         groups = ([joined] if joined else []) + [[i] for i in server.active if i not in joined]
         groups.sort(key=lambda g: g[0])
-        return Plan(start, groups, {"participants": joined})
+        return Plan(start, groups, {"participants": joined}, {i: i in joined for i in start})
 
     def aggregate(self, t, server, plan, results):
         out = {i: results[i].state for i in results}
-        if self.global_state is None:
-            members = sorted(results)
-        else:
-            members = [i for i in plan.info["participants"] if i in results]
+        bootstrap = self.global_state is None
+        members = sorted(results) if bootstrap else [i for i in results if plan.per_client[i]]
         if members:
             self.global_state = weighted_average(
                 [results[i].state for i in members], server.sizes[members]
             )
-        if plan.info["participants"]:
+        if not bootstrap:
             for i in members:
                 out[i] = self.global_state
         return out
@@ -144,14 +158,35 @@ class MAXFL(Scheme):
 class _ClusterModels(Scheme):
     """K server-side cluster models; clients pick by their training loss on each."""
 
+    def __init__(self, k: int):
+        if k < 1:
+            raise ValueError(f"k (cluster models) must be >= 1; got {k}")
+        self.k = k
+
     def setup(self, server):
-        k = server.cfg.cluster_models
+        k = self.k
         # Distinct initialisations break the symmetry between cluster models (with one
         # shared initialisation every client picks the same model and this is FedAvg).
         self.models = [server.init_state] + [server.fresh_state(j) for j in range(1, k)]
 
     def losses(self, server, i):
-        return np.array([server.probe(i, m)[0] for m in self.models])
+        """(K,) training losses of the cluster models on client i, or None (no answer)."""
+        out = []
+        for m in self.models:
+            probed = server.probe(i, m)
+            if probed is None:
+                return None
+            out.append(probed[0])
+        return np.array(out)
+
+    def choose(self, server, pick) -> dict:
+        """client -> chosen cluster indices, by ``pick(losses)``; silent clients sit out."""
+        choice = {}
+        for i in server.active:
+            losses = self.losses(server, i)
+            if losses is not None:
+                choice[i] = pick(losses)
+        return choice
 
     def chosen(self, server) -> dict:
         raise NotImplementedError
@@ -162,7 +197,7 @@ class _ClusterModels(Scheme):
         return sorted((g for g in groups if g), key=lambda g: (g[0], len(g)))
 
     def aggregate(self, t, server, plan, results):
-        choice = plan.info["clusters"]
+        choice = plan.per_client
         for j in range(len(self.models)):
             members = sorted(i for i, c in choice.items() if j in c)
             if members:
@@ -178,9 +213,9 @@ class IFCA(_ClusterModels):
     name = "ifca"
 
     def plan(self, t, server):
-        choice = {i: [int(np.argmin(self.losses(server, i)))] for i in server.active}
+        choice = self.choose(server, lambda losses: [int(np.argmin(losses))])
         start = {i: self.models[c[0]] for i, c in choice.items()}
-        return Plan(start, self.record(choice), {"clusters": choice})
+        return Plan(start, self.record(choice), {}, choice)
 
     def client_model(self, c):
         return self.models[c[0]]
@@ -192,14 +227,18 @@ class FLSC(_ClusterModels):
 
     name = "flsc"
 
+    def __init__(self, k: int, soft: int):
+        super().__init__(k)
+        if not 1 <= soft <= k:
+            raise ValueError(f"soft (clusters per client) must be in [1, k={k}]; got {soft}")
+        self.soft = soft
+
     def plan(self, t, server):
-        n_g = server.cfg.soft_groups
-        choice = {
-            i: sorted(np.argsort(self.losses(server, i), kind="stable")[:n_g].tolist())
-            for i in server.active
-        }
+        choice = self.choose(
+            server, lambda losses: sorted(np.argsort(losses, kind="stable")[: self.soft].tolist())
+        )
         start = {i: self.client_model(c) for i, c in choice.items()}
-        return Plan(start, self.record(choice), {"clusters": choice})
+        return Plan(start, self.record(choice), {}, choice)
 
     def client_model(self, c):
         return weighted_average([self.models[j] for j in c], np.ones(len(c)))

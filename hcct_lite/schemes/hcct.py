@@ -15,8 +15,9 @@ class HCCT(GroupScheme):
 
     name = "hcct"
 
-    def __init__(self):
-        self.info = {}
+    def __init__(self, alpha, num_groups=None, authors_round0: bool = False):
+        super().__init__(authors_round0)
+        self.alpha, self.num_groups = alpha, num_groups
 
     def similarity_updates(self, server, clients):
         return [server.updates[i] for i in clients]
@@ -30,11 +31,11 @@ class HCCT(GroupScheme):
         if t == 0 or len(known) == 0:
             self.info = {}
             return [[i] for i in server.active]
-        k = server.cfg.fixed_groups
+        k = self.num_groups
         p = client_partition(
             self.similarity_updates(server, known),
             server.sizes[known],
-            alpha=server.cfg.alpha,
+            alpha=self.alpha,
             num_groups=None if k is None else min(k, len(known)),
         )
         groups = [[known[j] for j in g] for g in p.groups]
@@ -50,8 +51,8 @@ class HCCTE(HCCT):
 
     name = "hcct-e"
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, alpha, num_groups=None, authors_round0: bool = False):
+        super().__init__(alpha, num_groups, authors_round0)
         self.keys = None
 
     def similarity_updates(self, server, clients):

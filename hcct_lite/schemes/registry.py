@@ -13,8 +13,22 @@ SCHEME_CLASSES = {
 }
 
 
-def make_scheme(name: str) -> Scheme:
-    """A fresh scheme object by name (see :data:`hcct_lite.tasks.SCHEMES`)."""
+def make_scheme(name: str, cfg) -> Scheme:
+    """A fresh scheme ``name`` configured from ``cfg`` (a RunConfig).
+
+    Each scheme takes only its own settings in its constructor; this is the one place
+    that reads them from a run's configuration.
+    """
     if name not in SCHEME_CLASSES:
         raise ValueError(f"unknown scheme {name!r}; choose from {sorted(SCHEME_CLASSES)}")
-    return SCHEME_CLASSES[name]()
+    if name in ("hcct", "hcct-e", "hcct-p"):
+        return SCHEME_CLASSES[name](cfg.alpha, cfg.fixed_groups, cfg.authors_round0)
+    if name == "fixed":
+        return Fixed(cfg.partition, cfg.authors_round0)
+    if name == "maxfl":
+        return MAXFL(cfg.lr, cfg.local_epochs, cfg.maxfl_reference_epochs, cfg.maxfl_threshold)
+    if name == "ifca":
+        return IFCA(cfg.cluster_models)
+    if name == "flsc":
+        return FLSC(cfg.cluster_models, cfg.soft_groups)
+    return SCHEME_CLASSES[name](cfg.authors_round0)

@@ -24,8 +24,6 @@ from .tasks import build_clients
 
 __all__ = ["Backend", "LocalBackend", "run_experiment", "resolve_device", "init_model"]
 
-_INFO_KEYS = ("total_utility", "layer", "participants")
-
 
 def resolve_device(name: str) -> torch.device:
     """``auto`` -> cuda when available, else cpu; ``cuda`` without a GPU is an error."""
@@ -128,87 +126,129 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
 
     Parameters
     ----------
-    cfg : RunConfig (see :func:`hcct_lite.tasks.make_config`)
-    progress : show a tqdm progress bar
-    clients : optional prebuilt list of ClientData (default: ``build_clients(cfg)``)
-    backend : optional client backend (default: :class:`LocalBackend` over ``clients``)
+    cfg : RunConfig
+        Every setting (see :func:`hcct_lite.training.config.make_config`).
+    progress : bool
+        Show a tqdm progress bar (only where the output is a terminal).
+    clients : list of ClientData, optional
+        Prebuilt clients (default: ``build_clients(cfg)``).
+    backend : Backend, optional
+        How to reach the clients (default: :class:`LocalBackend` over ``clients``).
 
     Returns
     -------
-    dict with ``task``, ``scheme``, ``seed``, ``config``, ``history`` (per epoch: ``epoch``,
-    ``lr``, ``groups``, ``client_test_error`` in % (null for a client that did not answer),
-    ``mean_test_error``, ``missing``, ...), ``final`` (last epoch: ``client_test_error``,
-    ``mean``, ``std``, ``min``, ``max``, and ``best_over_epochs``: each client's lowest error
-    over all epochs, selected on the test split as the authors' code reports it) and
-    ``seconds``.
+    dict
+        ``task``, ``scheme``, ``seed``, ``config``, ``sizes`` (N,), ``domains``,
+        ``history`` (per epoch: ``epoch``, ``lr``, ``groups``, ``client_test_error`` in %
+        (null for a client that did not answer), ``mean_test_error``, ``train_loss``,
+        ``missing``, the scheme's ``plan.info``), ``final`` (last epoch:
+        ``client_test_error``, ``mean``, ``std``, ``min``, ``max``, and
+        ``best_over_epochs``: each client's lowest error over all epochs, selected on the
+        test split as the authors' code reports it) and ``seconds``.
     """
     t0 = time.perf_counter()
     device = resolve_device(cfg.device)
     model = init_model(cfg, 0, device)
-    init_state = clone_state(model.state_dict())
     if backend is None:
         backend = LocalBackend(
             cfg, build_clients(cfg) if clients is None else clients, model, device
         )
-    arrive = arrival_epochs(cfg)
-    sizes = np.asarray(backend.sizes, dtype=np.int64)
-
-    def fresh_state(k):
-        return clone_state(init_model(cfg, k, device).state_dict())
-
     server = ServerView(
-        cfg, [], set(), sizes, {}, {}, init_state, head_names(model), backend.probe, fresh_state
+        sizes=np.asarray(backend.sizes, dtype=np.int64),
+        init_state=clone_state(model.state_dict()),
+        head=head_names(model),
+        trainable=[k for k, _ in model.named_parameters()],
+        probe=backend.probe,
+        fresh_state=lambda k: clone_state(init_model(cfg, k, device).state_dict()),
+        train=backend.train,
     )
-    server.train = backend.train
-    server.trainable = [k for k, _ in model.named_parameters()]
-    scheme = make_scheme(cfg.scheme)
+    scheme = make_scheme(cfg.scheme, cfg)
     scheme.setup(server)
-    history = []
-    bar = range(cfg.epochs)
-    if progress:
-        from tqdm.auto import tqdm
-
-        # disable=None: no bar when output is not a terminal (logs, CI)
-        bar = tqdm(bar, desc=f"{cfg.task}/{cfg.scheme}/seed {cfg.seed}", leave=False, disable=None)
-    missing: set = set()
-    for t in bar:
-        t_epoch = time.perf_counter()
-        server.active = [i for i in range(cfg.n_clients) if arrive[i] <= t]
-        server.new = {i for i in server.active if arrive[i] == t}
-        server.absent = missing  # did not answer last epoch: left out of the partition
-        for i in server.new:
-            server.states[i] = init_state
-        lr = cfg.lr * cfg.lr_decay**t
-        plan = scheme.plan(t, server)
-        results = backend.train(plan.start, lr, t)
-        missing = set(plan.start) - set(results)
-        if missing:  # aggregate over the clients that answered; the others keep their model
-            plan.groups = [[i for i in g if i in results] for g in plan.groups]
-            plan.groups = [g for g in plan.groups if g]
-        server.updates.update({i: r.update for i, r in results.items()})
-        server.states.update(scheme.aggregate(t, server, plan, results))
-        tested = backend.evaluate({i: server.states[i] for i in server.active if i not in missing})
-        errors = [tested.get(i) for i in server.active]
-        answered = [e for e in errors if e is not None]
-        entry = {
-            "epoch": t,
-            "lr": lr,
-            "groups": [list(map(int, g)) for g in plan.groups],
-            "n_groups": len(plan.groups),
-            "client_test_error": errors,
-            "mean_test_error": float(np.mean(answered)) if answered else None,
-            "train_loss": [results[i].train_loss if i in results else None for i in server.active],
-            "missing": sorted(missing | (set(server.active) - set(tested))),
-        }
-        entry.update({k: v for k, v in plan.info.items() if k in _INFO_KEYS})
-        if cfg.record_cosines:  # pairwise cosines of this epoch's updates, clients sorted
-            ids = sorted(results)
-            entry["update_cosines"] = cosine_matrix([results[i].update for i in ids]).tolist()
-            entry["update_clients"] = ids
-        entry["seconds"] = time.perf_counter() - t_epoch
+    arrive = arrival_epochs(cfg)
+    history, missing = [], set()
+    bar = _progress_bar(cfg) if progress else None
+    for t in range(cfg.epochs):
+        entry, missing = run_epoch(t, cfg, scheme, server, backend, arrive, missing)
         history.append(entry)
-        if progress and answered:
-            bar.set_postfix(error=f"{entry['mean_test_error']:.2f}%", groups=len(plan.groups))
+        if bar is not None:
+            bar.update(1)
+            if entry["mean_test_error"] is not None:
+                bar.set_postfix(error=f"{entry['mean_test_error']:.2f}%", groups=entry["n_groups"])
+    if bar is not None:
+        bar.close()
+    return {
+        "task": cfg.task,
+        "scheme": cfg.scheme,
+        "seed": cfg.seed,
+        "config": cfg.to_dict(),
+        "sizes": server.sizes.tolist(),
+        "domains": list(backend.domains),
+        "history": history,
+        "final": summarize(history),
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def _progress_bar(cfg):
+    from tqdm.auto import tqdm
+
+    # disable=None: no bar when output is not a terminal (logs, CI)
+    desc = f"{cfg.task}/{cfg.scheme}/seed {cfg.seed}"
+    return tqdm(total=cfg.epochs, desc=desc, leave=False, disable=None)
+
+
+def run_epoch(t, cfg, scheme, server, backend, arrive, missing) -> tuple:
+    """One epoch of Algorithm 1: plan, local training, aggregation, evaluation.
+
+    ``missing`` (clients that did not answer last epoch) sit out the partition. Clients
+    that do not answer now are dropped from the plan once, here, for every scheme; they
+    keep their model. Returns the epoch's history entry and the clients missing now.
+    """
+    t_epoch = time.perf_counter()
+    server.active = [i for i in range(cfg.n_clients) if arrive[i] <= t]
+    server.new = {i for i in server.active if arrive[i] == t}
+    server.absent = missing
+    for i in server.new:
+        server.states[i] = server.init_state
+    lr = cfg.lr * cfg.lr_decay**t
+    plan = scheme.plan(t, server)
+    results = backend.train(plan.start, lr, t)
+    # missing: planned but silent, or left out of the plan for not answering a probe
+    missing = set(server.active) - set(results)
+    plan = plan.without(missing)
+    server.updates.update({i: r.update for i, r in results.items()})
+    server.states.update(scheme.aggregate(t, server, plan, results))
+    tested = backend.evaluate({i: server.states[i] for i in server.active if i not in missing})
+    entry = history_entry(t, lr, server.active, plan, results, tested, missing)
+    if cfg.record_cosines:  # pairwise cosines of this epoch's updates, clients sorted
+        ids = sorted(results)
+        entry["update_cosines"] = cosine_matrix([results[i].update for i in ids]).tolist()
+        entry["update_clients"] = ids
+    entry["seconds"] = time.perf_counter() - t_epoch
+    return entry, missing
+
+
+def history_entry(t, lr, active, plan, results, tested, missing) -> dict:
+    """The JSON record of one epoch (errors in %, None for a client that did not answer)."""
+    errors = [tested.get(i) for i in active]
+    answered = [e for e in errors if e is not None]
+    entry = {
+        "epoch": t,
+        "lr": lr,
+        "groups": [list(map(int, g)) for g in plan.groups],
+        "n_groups": len(plan.groups),
+        "client_test_error": errors,
+        "mean_test_error": float(np.mean(answered)) if answered else None,
+        "train_loss": [results[i].train_loss if i in results else None for i in active],
+        "missing": sorted(missing | (set(active) - set(tested))),
+    }
+    entry.update(plan.info)
+    return entry
+
+
+def summarize(history) -> dict:
+    """The ``final`` block: the last epoch's errors over clients, and each client's best
+    epoch (selected on its test split, as the authors' code reports)."""
     last = [e for e in history[-1]["client_test_error"] if e is not None]
     final = _summary(last)
     best = []
@@ -225,14 +265,4 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         "(selected on the test split, as the authors' code)",
         **_summary(best),
     }
-    return {
-        "task": cfg.task,
-        "scheme": cfg.scheme,
-        "seed": cfg.seed,
-        "config": cfg.to_dict(),
-        "sizes": sizes.tolist(),
-        "domains": list(backend.domains),
-        "history": history,
-        "final": final,
-        "seconds": time.perf_counter() - t0,
-    }
+    return final
