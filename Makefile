@@ -26,6 +26,7 @@ demo: venv
 # Unit tests, then every notebook top to bottom under nbval, in quick mode.
 test: venv
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	HCCT_QUICK=1 MPLBACKEND=Agg $(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env
 
 lint: venv

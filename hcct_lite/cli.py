@@ -89,6 +89,7 @@ OVERRIDES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``hcct-lite`` argument parser (subcommands run, flower-sim, compare, reproduce)."""
     parser = argparse.ArgumentParser(prog="hcct-lite", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run one experiment")
@@ -143,6 +144,7 @@ def _reproduce(args) -> int:
 
 
 def main(argv=None) -> int:
+    """Run the command line; return the exit status (2 with one line on bad input)."""
     args = build_parser().parse_args(argv)
     try:
         if args.command == "reproduce":

@@ -24,6 +24,7 @@ TASK = "rotated-digits"
 
 
 def partition_demo(out: str, seed: int = 0) -> None:
+    """Print and draw the greedy partition of synthetic clustered updates."""
     updates, sizes, truth = clustered_updates([4, 4, 2], dim=5_000, noise=0.6, seed=seed)
     print("A federation of 10 clients in 3 hidden clusters")
     print(f"  true cluster of each client: {truth.tolist()}")
@@ -67,6 +68,7 @@ def _save(fig, out, name):
 
 
 def training_demo(out: str, runs: str, seeds) -> None:
+    """Run every scheme on rotated-digits; print Table 3/4 layouts and save a chart."""
     from .experiments.runner import run_grid, save_tables
 
     print(
@@ -92,6 +94,7 @@ def training_demo(out: str, runs: str, seeds) -> None:
 
 
 def main(argv=None) -> int:
+    """``make demo``: the partition demo, then the training demo."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="figures", help="folder for figures")
     parser.add_argument(

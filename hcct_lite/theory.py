@@ -1,5 +1,7 @@
-"""Theorem 1 of the paper made computable (no training here: see
-:mod:`hcct_lite.experiments.gradient_similarity` for a check of its key assumption).
+"""Theorem 1 of the paper made computable.
+
+No training here: :mod:`hcct_lite.experiments.gradient_similarity` checks the theorem's
+key assumption on real updates.
 
 With probability 1 - delta, client i's test error in group G is at most
 
@@ -40,8 +42,10 @@ def sample_term(group_size, lipschitz=1.0, mu=1.0, delta=0.1):
 
 
 def error_bound(group_size, divergence, lipschitz=1.0, mu=1.0, delta=0.1, lam=0.0):
-    """Theorem 1's bound on a client's test error in a group of ``group_size`` samples
-    whose data diverge by ``divergence`` (>= 0) from the client's."""
+    """Theorem 1's bound on a client's test error in a group of ``group_size`` samples.
+
+    The group's data diverge by ``divergence`` (>= 0) from the client's.
+    """
     div = np.asarray(divergence, dtype=np.float64)
     if np.any(div < 0):
         raise ValueError(f"divergence must be >= 0; got {divergence}")

@@ -1,5 +1,8 @@
-"""The key assumption behind HCCT's utility, measured: clients whose label distributions
-differ more have less similar updates (the paper's stand-in for Theorem 1's divergence)."""
+"""The key assumption behind HCCT's utility, measured.
+
+Clients whose label distributions differ more should have less similar updates (the
+paper's stand-in for Theorem 1's divergence).
+"""
 
 from __future__ import annotations
 

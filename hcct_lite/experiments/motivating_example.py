@@ -1,5 +1,7 @@
-"""The paper's motivating example (Section III-B, Table 1): three CIFAR-10 clients and
-every way they can collaborate."""
+"""The paper's motivating example (Section III-B, Table 1).
+
+Three CIFAR-10 clients and every way they can collaborate.
+"""
 
 from __future__ import annotations
 
@@ -61,7 +63,7 @@ def run_patterns(seeds=(0,), out_dir=None, progress=False, log=print, **override
 
 
 def pattern_means(results: dict) -> dict:
-    """pattern -> (3,) each client's final test error, averaged over seeds."""
+    """Pattern -> (3,) each client's final test error, averaged over seeds."""
     return {
         k: np.mean([r["final"]["client_test_error"] for r in rs], axis=0)
         for k, rs in results.items()

@@ -1,5 +1,7 @@
-"""Numbers reported in the paper (Sun, Kountouris and Zhang, arXiv 2401.13236), to print
-beside ours. Test errors in %."""
+"""Numbers reported in the paper, to print beside ours.
+
+Sun, Kountouris and Zhang, arXiv 2401.13236. Test errors in %.
+"""
 
 __all__ = ["TABLE1", "TABLE3", "TABLE4", "FIGURES"]
 

@@ -22,8 +22,10 @@ def _mean_over_seeds(task, scheme, seeds, **kw):
 def incoming_curves(
     task, new_per_arrival=(0, 1, 2), initial=10, seed=0, scheme="hcct", join_every=10, **settings
 ) -> dict:
-    """Fig. 4: mean test error per epoch when ``n`` new clients join every ``join_every``
-    epochs, starting from ``initial`` clients. Returns ``label -> (epochs,) errors``.
+    """Fig.
+
+    4: mean test error per epoch when ``n`` new clients join every ``join_every`` epochs, starting
+    from ``initial`` clients. Returns ``label -> (epochs,) errors``.
 
     Every run builds the same federation (sized for the largest ``n``), so the first
     ``initial`` clients hold the same data in every curve; clients that do not arrive
@@ -82,9 +84,11 @@ def fixed_k_curve(task, ks, seeds=(0,), scheme="hcct", **settings):
 
 
 def buffers_ablation(task="digit", seed=0, scheme="hcct", epoch=1, **settings) -> dict:
-    """Updates over trainable parameters (the paper) against every state entry with batch-norm
-    buffers (the authors' code): for each, the update cosines at ``epoch``, the groups
-    of the last epoch, and the final mean test error.
+    """Compare updates over trainable parameters with updates over every state entry.
+
+    Trainable parameters are the paper's definition; every state entry, batch-norm
+    buffers included, the authors' code's. For each: the update cosines at ``epoch``, the
+    groups of the last epoch, and the final mean test error.
 
     Returns ``{"parameters": {...}, "with buffers": {...}}``, each with ``cosines`` (N, N),
     ``groups``, ``n_groups_per_epoch`` and ``mean_error``.

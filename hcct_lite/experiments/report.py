@@ -97,6 +97,7 @@ def _table3_section(out_dir, task, grid, why) -> str:
 
 
 def TABLE3_GAP(a, b, task) -> str:  # noqa: N802 - reads as a phrase in the sentence above
+    """The paper's gap between schemes ``a`` and ``b`` on ``task``, as words."""
     from .paper import TABLE3
 
     x, y = TABLE3[a].get(task), TABLE3[b].get(task)
@@ -288,6 +289,7 @@ def _ablation_section(out_dir) -> str:
 
 
 def render(out_dir: str) -> str:
+    """The whole report's markdown from the results in ``out_dir``."""
     parts = [INTRO, _status_section(out_dir), "## Table 3: mean test error (%) over clients"]
     for task, grid, why in TABLE3_TASKS:
         parts.append(_table3_section(out_dir, task, grid, why))

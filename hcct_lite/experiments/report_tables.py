@@ -65,6 +65,7 @@ def _stats(values) -> tuple:
 
 
 def pm(mean, std, n=None) -> str:
+    """``"mean ± std"``, with ``" (n)"`` seeds when ``n`` is given."""
     return f"{mean:.2f} ± {std:.2f}" + ("" if n is None else f" ({n})")
 
 
@@ -117,8 +118,11 @@ def table4_rows(runs) -> list:
 
 
 def table1_rows(runs) -> list:
-    """Table 1: per pattern, each client's final error (mean ± std over seeds), the mean
-    and std over clients, the best-epoch mean, and the paper's mean and std."""
+    """Table 1's rows, one per collaboration pattern.
+
+    Each client's final error (mean ± std over seeds), the mean and std over clients, the
+    best-epoch mean, and the paper's mean and std.
+    """
     rows = []
     for name in PATTERNS:
         rs = [r for r in runs if r["name"].rsplit("-seed", 1)[0] == name]
@@ -136,5 +140,6 @@ def table1_rows(runs) -> list:
 
 
 def markdown(header, rows) -> str:
+    """A markdown table."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows])

@@ -1,5 +1,7 @@
-"""Result files and the paper's tables: Table 3 (mean ± std over seeds) and Table 4
-(mean, std, min, max over clients)."""
+"""Result files and the paper's tables.
+
+Table 3 (mean ± std over seeds) and Table 4 (mean, std, min, max over clients).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ __all__ = ["result_path", "write_json", "read_results", "table3", "table4", "to_
 
 
 def result_path(out_dir: str, task: str, scheme: str, seed: int) -> str:
+    """The file of one run of a ``compare`` grid."""
     return os.path.join(out_dir, f"{task}__{scheme}__seed{seed}.json")
 
 
@@ -35,6 +38,7 @@ def write_json(path: str, obj) -> None:
 
 
 def read_results(paths) -> list:
+    """Load result JSON files, in order."""
     out = []
     for p in paths:
         with open(p) as f:
@@ -86,6 +90,7 @@ def _rows4(t4, schemes, task):
 
 
 def to_markdown(header, rows) -> str:
+    """A markdown table."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
@@ -101,6 +106,7 @@ def to_text(header, rows) -> str:
 
 
 def to_csv(header, rows) -> str:
+    """CSV text of a table."""
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerows([header, *rows])
     return buf.getvalue()
@@ -114,8 +120,11 @@ def tables(results, schemes, tasks):
 
 
 def beside_paper(results, schemes, tasks):
-    """Table 3 and Table 4 with the paper's numbers beside ours: ``(t3, t4)`` as
-    ``(header, rows)``; Table 4 is for the Digit task when present."""
+    """Table 3 and Table 4 with the paper's numbers beside ours.
+
+    Returns ``(t3, t4)``, each as ``(header, rows)``; Table 4 is for the Digit task when
+    present.
+    """
     from .paper import TABLE3, TABLE4
 
     t3 = table3(results)

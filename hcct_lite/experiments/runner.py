@@ -100,8 +100,10 @@ def save_tables(results, schemes, tasks, out_dir, stem="tables") -> str:
 
 
 def first_updates(cfg):
-    """The updates HCCT partitions at epoch 1: every client trains one epoch alone from
-    the common initialisation (Algorithm 1's epoch 0).
+    """Compute the updates HCCT partitions at epoch 1.
+
+    Every client trains one epoch alone from the common initialisation (Algorithm 1's
+    epoch 0).
 
     Returns
     -------
@@ -122,8 +124,10 @@ def first_updates(cfg):
 
 
 def settings_dir(base: str, **settings) -> str:
-    """``base`` plus a short hash of ``settings``: cached runs are reused only for the
-    same settings."""
+    """Return ``base`` plus a short hash of ``settings``.
+
+    Cached runs are then reused only for the same settings.
+    """
     import hashlib
     import json
 
@@ -132,6 +136,7 @@ def settings_dir(base: str, **settings) -> str:
 
 
 def job_path(out_dir: str, job: Job) -> str:
+    """Where ``job`` writes its result: ``out_dir/<grid>/<name>.json``."""
     return os.path.join(out_dir, job.grid, f"{job.name}.json")
 
 
@@ -185,9 +190,11 @@ def _one_thread() -> None:
 
 
 def _serial(args) -> object:
-    """Run jobs here, one after another, with one torch thread like a worker process:
-    float reductions depend on the thread count, and results must not depend on
-    ``workers``. The caller's thread count is restored afterwards."""
+    """Run jobs here, one after another, with one torch thread like a worker process.
+
+    Float reductions depend on the thread count, and results must not depend on
+    ``workers``. The caller's thread count is restored afterwards.
+    """
     import torch
 
     before = torch.get_num_threads()

@@ -1,5 +1,7 @@
-"""HCCT on Flower: the same schemes, partition, aggregation and local training, with the
-clients as Flower ClientApps (in Flower's simulation engine or on real SuperNodes).
+"""HCCT on Flower: the library's engine with Flower ClientApps as its clients.
+
+The same schemes, partition, aggregation and local training run with the clients as
+Flower ClientApps (in Flower's simulation engine or on real SuperNodes).
 
 Needs the ``flower`` extra: ``pip install "hcct-lite[flower]"``.
 

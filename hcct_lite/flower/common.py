@@ -31,18 +31,23 @@ _DEFAULT_IF_NOT_POSITIVE = {
 
 
 def config_to_text(cfg: RunConfig) -> str:
+    """Serialise ``cfg`` as JSON text (what a Flower message carries)."""
     return json.dumps(cfg.to_dict(), sort_keys=True)
 
 
 def config_from_text(text: str) -> RunConfig:
+    """The RunConfig serialised by :func:`config_to_text`, validated."""
     d = json.loads(text)
     task, scheme, seed = d.pop("task"), d.pop("scheme"), d.pop("seed")
     return make_config(task, scheme, seed, **d)
 
 
 def config_from_run_config(run_config) -> RunConfig:
-    """A RunConfig from a Flower run config: ``task``, ``scheme``, ``seed`` and any other
-    RunConfig field (e.g. ``epochs``, ``alpha``), or ``config-json`` with all of them."""
+    """Build a RunConfig from a Flower run config.
+
+    The run config holds ``task``, ``scheme``, ``seed`` and any other RunConfig field (e.g.
+    ``epochs``, ``alpha``), or ``config-json`` with all of them.
+    """
     rc = dict(run_config)
     if "config-json" in rc and rc["config-json"]:
         return config_from_text(str(rc["config-json"]))

@@ -15,6 +15,7 @@ import time
 import numpy as np
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.serverapp import Grid, ServerApp
+from typing_extensions import override
 
 from ..experiments.results import write_json
 from ..training.engine import run_experiment
@@ -90,6 +91,7 @@ class FlowerBackend:
         replies = self.grid.send_and_receive(messages, timeout=self.timeout)
         return {r.metadata.src_node_id: r for r in replies if not r.has_error()}
 
+    @override
     def train(self, starts: dict, lr: float, epoch: int) -> dict:
         contents = {
             self.node_of[i]: RecordDict(
@@ -124,12 +126,15 @@ class FlowerBackend:
             for n, r in self._round(contents, "evaluate").items()
         }
 
+    @override
     def evaluate(self, states: dict) -> dict:
         return {i: float(m["error"]) for i, m in self._evaluate(states, "test").items()}
 
     def probe(self, i: int, state: dict):
-        """``(loss, accuracy in [0, 1])`` on client i's training data; ``None`` when the
-        client does not answer (the scheme then leaves it out of this epoch)."""
+        """Evaluate ``state`` on client i's training data: ``(loss, accuracy in [0, 1])``.
+
+        ``None`` when the client does not answer (the scheme leaves it out of the epoch).
+        """
         m = self._evaluate({i: state}, "train").get(i)
         if m is None:
             return None
@@ -137,8 +142,11 @@ class FlowerBackend:
 
 
 def make_server_app(cfg=None, json_path=None, round_timeout=None) -> ServerApp:
-    """A ServerApp running ``cfg`` (or the run config's experiment); the result JSON goes
-    to ``json_path`` (or the run config's ``json-out``) and to ``last_result``."""
+    """Build a ServerApp running ``cfg`` (or the run config's experiment).
+
+    The result JSON goes to ``json_path`` (or the run config's ``json-out``) and to the
+    app's ``last_result``.
+    """
     app = ServerApp()
     app.last_result = None
 

@@ -81,10 +81,12 @@ class Partition:
 
     @property
     def n_clients(self) -> int:
+        """N, the number of clients."""
         return int(self.labels.shape[0])
 
     @property
     def n_groups(self) -> int:
+        """The number of groups."""
         return len(self.groups)
 
     @property

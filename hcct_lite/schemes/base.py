@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from typing_extensions import override
 
 __all__ = ["Plan", "ServerView", "Scheme", "GroupScheme", "weighted_average"]
 
@@ -44,9 +45,12 @@ class Plan:
     per_client: dict = field(default_factory=dict)
 
     def without(self, missing) -> Plan:
-        """The plan restricted to the clients that answered: ``missing`` is dropped from
-        ``start``, every group (empty groups vanish), ``per_client`` and every list of
-        client indices in ``info``. The engine calls this once, for every scheme."""
+        """Restrict the plan to the clients that answered.
+
+        ``missing`` is dropped from ``start``, every group (empty groups vanish),
+        ``per_client`` and every list of client indices in ``info``. The engine calls this
+        once, for every scheme.
+        """
         missing = set(missing)
         if not missing:
             return self
@@ -175,8 +179,10 @@ class GroupScheme(Scheme):
         raise NotImplementedError
 
     def weights(self, members, server: ServerView, results: dict) -> np.ndarray:
+        """Aggregation weights of ``members`` (default: their sample counts D_i)."""
         return server.sizes[members].astype(np.float64)
 
+    @override
     def plan(self, t, server):
         if t == 0 and self.authors_round0:
             groups = [list(server.active)]  # the authors' code: a FedAvg round first
@@ -189,6 +195,7 @@ class GroupScheme(Scheme):
                 start[i] = self._personal(model, server.states[i], server.head)
         return Plan(start, groups, dict(self.info))
 
+    @override
     def aggregate(self, t, server, plan, results):
         out = {}
         for g in plan.groups:

@@ -1,9 +1,13 @@
-"""The paper's baselines (Section VII-A): Independent, Global, FedFA, MAXFL, IFCA and FLSC,
-and ``fixed``, a partition given by hand (Table 1)."""
+"""The paper's baselines (Section VII-A), and a partition given by hand.
+
+Independent, Global, FedFA, MAXFL, IFCA and FLSC; ``fixed`` keeps a hand-made partition
+(Table 1's patterns).
+"""
 
 from __future__ import annotations
 
 import numpy as np
+from typing_extensions import override
 
 from .base import GroupScheme, Plan, Scheme, weighted_average
 
@@ -15,6 +19,7 @@ class Independent(GroupScheme):
 
     name = "independent"
 
+    @override
     def groups(self, t, server):
         return [[i] for i in server.active]
 
@@ -24,6 +29,7 @@ class Global(GroupScheme):
 
     name = "global"
 
+    @override
     def groups(self, t, server):
         return [list(server.active)]
 
@@ -37,6 +43,7 @@ class FedFA(Global):
 
     name = "fedfa"
 
+    @override
     def weights(self, members, server, results):
         acc = np.clip([results[i].train_acc for i in members], 1e-3, 1 - 1e-3)
         return -np.log2(acc)
@@ -51,6 +58,7 @@ class Fixed(GroupScheme):
         super().__init__(authors_round0)
         self.partition = [list(g) for g in partition]
 
+    @override
     def groups(self, t, server):
         return [
             [i for i in g if i in server.active]
@@ -92,6 +100,7 @@ class MAXFL(Scheme):
         self.lr, self.local_epochs = lr, local_epochs
         self.reference_epochs, self.threshold_kind = reference_epochs, threshold
 
+    @override
     def setup(self, server):
         self.global_state = None
         self.reference = {}  # client -> reference state (trained once)
@@ -129,6 +138,7 @@ class MAXFL(Scheme):
             return loss_global < dist
         return loss_global < self.threshold[i]
 
+    @override
     def plan(self, t, server):
         self._train_references(server, server.active)
         if self.global_state is None:
@@ -141,6 +151,7 @@ class MAXFL(Scheme):
         groups.sort(key=lambda g: g[0])
         return Plan(start, groups, {"participants": joined}, {i: i in joined for i in start})
 
+    @override
     def aggregate(self, t, server, plan, results):
         out = {i: results[i].state for i in results}
         bootstrap = self.global_state is None
@@ -180,7 +191,7 @@ class _ClusterModels(Scheme):
         return np.array(out)
 
     def choose(self, server, pick) -> dict:
-        """client -> chosen cluster indices, by ``pick(losses)``; silent clients sit out."""
+        """Map client -> chosen cluster indices, by ``pick(losses)``; silent clients sit out."""
         choice = {}
         for i in server.active:
             losses = self.losses(server, i)
@@ -212,18 +223,23 @@ class IFCA(_ClusterModels):
 
     name = "ifca"
 
+    @override
     def plan(self, t, server):
         choice = self.choose(server, lambda losses: [int(np.argmin(losses))])
         start = {i: self.models[c[0]] for i, c in choice.items()}
         return Plan(start, self.record(choice), {}, choice)
 
     def client_model(self, c):
+        """The model a client holding clusters ``c`` trains from and keeps."""
         return self.models[c[0]]
 
 
 class FLSC(_ClusterModels):
-    """FLSC: each client averages its ``soft_groups`` best cluster models, trains from that,
-    and its trained model joins the average of every cluster it chose. Groups overlap."""
+    """FLSC: soft clusters, each client in its ``soft`` best cluster models.
+
+    Each client averages its ``soft`` best cluster models, trains from that, and its trained
+    model joins the average of every cluster it chose. Groups overlap.
+    """
 
     name = "flsc"
 
@@ -233,6 +249,7 @@ class FLSC(_ClusterModels):
             raise ValueError(f"soft (clusters per client) must be in [1, k={k}]; got {soft}")
         self.soft = soft
 
+    @override
     def plan(self, t, server):
         choice = self.choose(
             server, lambda losses: sorted(np.argsort(losses, kind="stable")[: self.soft].tolist())
@@ -241,4 +258,5 @@ class FLSC(_ClusterModels):
         return Plan(start, self.record(choice), {}, choice)
 
     def client_model(self, c):
+        """The uniform average of the cluster models ``c``."""
         return weighted_average([self.models[j] for j in c], np.ones(len(c)))

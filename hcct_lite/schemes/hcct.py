@@ -1,7 +1,11 @@
-"""HCCT and its variants HCCT-E (one layer) and HCCT-P (a local head): the paper's
-Algorithm 1 with Algorithm 2's partition every epoch."""
+"""HCCT and its variants HCCT-E (one layer) and HCCT-P (a local head).
+
+The paper's Algorithm 1 with Algorithm 2's partition every epoch.
+"""
 
 from __future__ import annotations
+
+from typing_extensions import override
 
 from ..partition import client_partition, select_layer
 from .base import GroupScheme
@@ -10,8 +14,13 @@ __all__ = ["HCCT", "HCCTE", "HCCTP"]
 
 
 class HCCT(GroupScheme):
-    """HCCT: epoch 0 singletons (Algorithm 1); then :func:`client_partition` on the
-    previous epoch's updates. Clients without an update yet (newcomers) are singletons."""
+    """HCCT: a new partition every epoch, from the previous epoch's updates.
+
+    Epoch 0 trains singletons (Algorithm 1); then :func:`client_partition` partitions the
+    clients on the previous epoch's updates with ``alpha`` (and exactly ``num_groups``
+    groups when given, Figs. 6/7). Clients without an update yet (newcomers) are
+    singletons.
+    """
 
     name = "hcct"
 
@@ -20,8 +29,10 @@ class HCCT(GroupScheme):
         self.alpha, self.num_groups = alpha, num_groups
 
     def similarity_updates(self, server, clients):
+        """The updates the partition compares, one mapping per client in ``clients``."""
         return [server.updates[i] for i in clients]
 
+    @override
     def groups(self, t, server):
         known = [
             i
@@ -46,8 +57,11 @@ class HCCT(GroupScheme):
 
 
 class HCCTE(HCCT):
-    """HCCT-E: similarity on the one layer with the largest relative variance, chosen once
-    from the first updates the server sees."""
+    """HCCT-E: HCCT with the similarity computed on one layer.
+
+    The layer with the largest relative variance across clients, chosen once from the
+    first updates the server sees.
+    """
 
     name = "hcct-e"
 
@@ -55,6 +69,7 @@ class HCCTE(HCCT):
         super().__init__(alpha, num_groups, authors_round0)
         self.keys = None
 
+    @override
     def similarity_updates(self, server, clients):
         ups = [server.updates[i] for i in clients]
         if self.keys is None:
@@ -63,6 +78,7 @@ class HCCTE(HCCT):
             self.layer = layer
         return [{k: u[k] for k in self.keys} for u in ups]
 
+    @override
     def groups(self, t, server):
         groups = super().groups(t, server)
         if self.keys is not None:

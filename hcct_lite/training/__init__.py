@@ -1,5 +1,7 @@
-"""Training: run configuration, the paper's tasks, data and models, local SGD, and the
-one loop (Algorithm 1) that serves every scheme through a client :class:`Backend`."""
+"""Training: configuration, tasks, data, models, local SGD and Algorithm 1's loop.
+
+The one loop serves every scheme through a client :class:`Backend`.
+"""
 
 from .config import SCHEMES, RunConfig, make_config
 from .engine import Backend, LocalBackend, run_experiment

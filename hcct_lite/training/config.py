@@ -64,6 +64,7 @@ class RunConfig:
     device: str = "cpu"
 
     def to_dict(self) -> dict:
+        """Every setting as a plain dict (the result JSON's ``config``)."""
         return dataclasses.asdict(self)
 
 

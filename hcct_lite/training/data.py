@@ -76,10 +76,12 @@ class ImageSet:
 
     @property
     def num_classes(self) -> int:
+        """Number of classes (labels are 0..C-1)."""
         return int(self.y.max()) + 1
 
 
 def default_data_root() -> str:
+    """Where torchvision data sets are looked for and downloaded (``~/.cache/hcct_lite``)."""
     return os.path.join(os.path.expanduser("~"), ".cache", "hcct_lite")
 
 

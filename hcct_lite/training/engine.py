@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
+from typing_extensions import override
 
 from ..partition.updates import cosine_matrix
 from ..schemes.base import ServerView
@@ -71,8 +72,10 @@ class Backend(Protocol):
     domains: list
 
     def train(self, starts: dict, lr: float, epoch: int) -> dict:
-        """Local training of every client in ``starts`` (index -> state dict) at learning
-        rate ``lr``; ``epoch`` seeds the shuffling. Returns index -> LocalResult."""
+        """Train every client in ``starts`` (index -> state dict) at learning rate ``lr``.
+
+        ``epoch`` seeds the shuffling. Returns index -> LocalResult.
+        """
         ...
 
     def evaluate(self, states: dict) -> dict:
@@ -80,8 +83,10 @@ class Backend(Protocol):
         ...
 
     def probe(self, i: int, state: dict):
-        """``(loss, accuracy in [0, 1])`` of ``state`` on client i's training data, or
-        ``None`` when client i does not answer."""
+        """Evaluate ``state`` on client i's training data: ``(loss, accuracy in [0, 1])``.
+
+        ``None`` when client i does not answer.
+        """
         ...
 
 
@@ -107,15 +112,18 @@ class LocalBackend:
         self.sizes = np.array([c.size for c in clients], dtype=np.int64)
         self.domains = [c.domain for c in clients]
 
+    @override
     def train(self, starts: dict, lr: float, epoch: int) -> dict:
         return self.trainer.train(starts, {i: self.clients[i] for i in starts}, lr, epoch)
 
+    @override
     def evaluate(self, states: dict) -> dict:
         return {
             i: evaluate(self.model, st, self.clients[i].x_test, self.clients[i].y_test)[1]
             for i, st in states.items()
         }
 
+    @override
     def probe(self, i: int, state: dict) -> tuple:
         loss, error = evaluate(self.model, state, self.clients[i].x_train, self.clients[i].y_train)
         return loss, 1.0 - error / 100.0
@@ -247,8 +255,11 @@ def history_entry(t, lr, active, plan, results, tested, missing) -> dict:
 
 
 def summarize(history) -> dict:
-    """The ``final`` block: the last epoch's errors over clients, and each client's best
-    epoch (selected on its test split, as the authors' code reports)."""
+    """Build the ``final`` block of a result from its history.
+
+    The last epoch's errors over clients, and each client's best epoch (selected on its
+    test split, as the authors' code reports).
+    """
     last = [e for e in history[-1]["client_test_error"] if e is not None]
     final = _summary(last)
     best = []

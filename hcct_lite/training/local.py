@@ -14,6 +14,7 @@ from typing import Protocol
 
 import torch
 from torch import nn
+from typing_extensions import override
 
 from .splits import ClientData
 
@@ -52,8 +53,10 @@ class LocalTrainer(Protocol):
 
 
 def update_of(start: dict, end: dict, lr: float, names) -> dict:
-    """``(start - end) / lr`` for the entries ``names``, in float32 (integer counters too),
-    on the device of ``end``."""
+    """Compute ``(start - end) / lr`` for the entries ``names``.
+
+    In float32 (integer counters too), on the device of ``end``.
+    """
     return {k: (start[k].to(end[k].device).float() - end[k].float()).div_(lr) for k in names}
 
 
@@ -93,10 +96,12 @@ class SGDTrainer:
         self.update_names = list(model.state_dict()) if include_buffers else params
         self.loss_fn = nn.CrossEntropyLoss()
 
+    @override
     def train(self, starts: dict, clients: dict, lr: float, epoch: int) -> dict:
         return {i: self.train_one(starts[i], clients[i], lr, epoch, i) for i in sorted(starts)}
 
     def train_one(self, start: dict, data: ClientData, lr: float, epoch: int, client: int):
+        """Local SGD of one client from ``start``; returns its LocalResult."""
         model = self.model
         model.load_state_dict(start)
         model.train()

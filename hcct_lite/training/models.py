@@ -6,6 +6,7 @@ import functools
 
 import torch
 from torch import nn
+from typing_extensions import override
 
 __all__ = ["DigitCNN", "FMNISTNet", "CifarCNN", "SmallDigitsNet", "build_model", "head_names"]
 
@@ -26,6 +27,7 @@ class DigitCNN(nn.Module):
         self.fc2, self.bn5 = nn.Linear(2048, 512), nn.BatchNorm1d(512)
         self.fc3 = nn.Linear(512, num_classes)
 
+    @override
     def forward(self, x):
         x = nn.functional.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 2)
         x = nn.functional.max_pool2d(torch.relu(self.bn2(self.conv2(x))), 2)
@@ -52,6 +54,7 @@ class FMNISTNet(nn.Module):
         self.fc2 = nn.Linear(64, num_classes)
         self.softmax = softmax
 
+    @override
     def forward(self, x):
         out = self.fc2(self.drop(torch.relu(self.fc1(x.flatten(1)))))
         return torch.softmax(out, dim=1) if self.softmax else out
@@ -73,6 +76,7 @@ class CifarCNN(nn.Module):
         self.drop = nn.Dropout(0.25)
         self.fc2 = nn.Linear(500, num_classes)
 
+    @override
     def forward(self, x):
         pool = nn.functional.max_pool2d
         x = torch.relu(self.conv1(x))
@@ -90,6 +94,7 @@ class SmallDigitsNet(nn.Module):
         self.fc1 = nn.Linear(64, hidden)
         self.fc2 = nn.Linear(hidden, num_classes)
 
+    @override
     def forward(self, x):
         return self.fc2(torch.relu(self.fc1(x.flatten(1))))
 

@@ -132,8 +132,11 @@ def domain_split(domain_sizes: dict, n_clients: int, per_client: int, rng) -> li
 
 
 def motivating_split(y, rng, fraction: float = 1.0) -> list:
-    """The paper's three-client example: clients 1 and 2 hold 20% and 80% of classes 0-4,
-    client 3 all of classes 5-9. ``fraction`` < 1 uses that share of each class."""
+    """Split for the paper's three-client example (Table 1).
+
+    Clients 1 and 2 hold 20% and 80% of classes 0-4, client 3 all of classes 5-9.
+    ``fraction`` < 1 uses that share of each class.
+    """
     y = np.asarray(y)
     low, high = [], []
     for c in np.unique(y):

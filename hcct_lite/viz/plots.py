@@ -202,8 +202,10 @@ def plot_label_similarity(distance, cosine, r, ax=None):
 
 
 def plot_utility_curves(alpha, own_size, cosines=(1.0, 0.9, 0.7, 0.5), max_size=None, ax=None):
-    """HCCT's utility ``-alpha / D_G + cos`` against D_G, one line per cosine; the dashed
-    line is the client alone (``1 - alpha / D_i``)."""
+    """Plot HCCT's utility ``-alpha / D_G + cos`` against D_G, one line per cosine.
+
+    The dashed line is the client alone (``1 - alpha / D_i``).
+    """
     import matplotlib.pyplot as plt
 
     from ..theory import utility

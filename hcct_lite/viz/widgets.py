@@ -1,5 +1,8 @@
-"""Sliders for the notebooks. Each callback is a plain function (tested directly); the
-``*_explorer`` functions only wire it to ipywidgets."""
+"""Sliders for the notebooks.
+
+Each callback is a plain function (tested directly); the ``*_explorer`` functions only wire it to
+ipywidgets.
+"""
 
 from __future__ import annotations
 
@@ -53,9 +56,11 @@ def partition_explorer(updates, sizes, labels=None, alpha_range=(-1.0, 4.0), alp
 
 
 def draw_bound(delta, divergence, own_size, group_size, lipschitz=1.0, mu=1.0):
-    """Draw Theorem 1's bound and mark the chosen group. Returns ``(figure, join gain)``;
-    a positive gain means joining a group of ``group_size`` samples with that divergence
-    lowers the client's bound."""
+    """Draw Theorem 1's bound and mark the chosen group.
+
+    Returns ``(figure, join gain)``; a positive gain means joining a group of ``group_size`` samples
+    with that divergence lowers the client's bound.
+    """
     import matplotlib.pyplot as plt
 
     from ..theory import error_bound
