@@ -46,7 +46,7 @@ reproduce: venv
 
 # Regenerate docs/reproduction.md from results/ without running anything.
 report: venv
-	$(BIN)/python -c "from hcct_lite.report import write_report; write_report()"
+	$(BIN)/python -c "from hcct_lite.experiments.report import write_report; write_report()"
 
 # Run every notebook in quick mode and save its figures to figures/ (the committed ones).
 figures: venv

@@ -1,8 +1,8 @@
 """Time HCCT's client partition against the paper's algorithm written out directly.
 
 Prints one table row per (N, M): the straightforward algorithm (flattened vectors,
-cached benefits; ``hcct_lite.reference``), ``client_partition`` (Gram matrix + O(N) updates
-per merge), their speed-up, and the bare float64 Gram matrix ``U @ U.T`` for scale.
+cached benefits; ``hcct_lite.partition.reference``), ``client_partition`` (Gram matrix +
+O(N) updates per merge), their speed-up, and the bare float64 Gram matrix ``U @ U.T`` for scale.
 The straightforward algorithm is skipped (``-``) where it would take minutes.
 
     python benchmarks/bench_partition.py            # N=50, M=1e6 and N=1000, M=1e5

@@ -1,9 +1,10 @@
 """A real deployment: SuperLink and SuperNodes as separate processes on 127.0.0.1 with TLS.
 
 The test makes its own certificate authority and server certificate, starts one
-`flower-superlink` and one `flower-supernode` per client, submits a short HCCT job with
-`flwr run`, kills one SuperNode after the first epoch, checks that the server carried on
-without it, and stops every process it started.
+`flower-superlink` and one `flower-supernode` per client, submits a short job with `flwr
+run` (HCCT, and IFCA, whose server probes every client with every cluster model), kills one
+SuperNode after the first epoch, checks that the server carried on without it, and stops
+every process it started.
 """
 
 import datetime
@@ -123,7 +124,16 @@ def wait_for(condition, timeout: float, what: str) -> None:
         time.sleep(0.5)
 
 
-def test_hcct_over_tls_survives_a_dead_client(tmp_path):
+# scheme -> (extra run config, replies that make the first epoch per client, seconds to wait)
+SCHEMES = {
+    "hcct": ("", 3, 90),  # query, train, evaluate
+    "ifca": (" cluster-models=2", 5, 240),  # query, two probes, train, evaluate
+}
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+def test_a_run_over_tls_survives_a_dead_client(tmp_path, scheme):
+    extra, per_client, patience = SCHEMES[scheme]
     t0 = time.monotonic()
     make_certificates(tmp_path)
     home = tmp_path / "flwr-home"
@@ -173,7 +183,10 @@ def test_hcct_over_tls_survives_a_dead_client(tmp_path):
             )
         for i in range(N_CLIENTS):
             wait_for(lambda i=i: "SuperNode ID" in procs.log(f"node{i}"), 60, f"node {i}")
-        config = f'epochs={EPOCHS} n-clients={N_CLIENTS} round-timeout=15.0 json-out="{out}"'
+        config = (
+            f'scheme="{scheme}" epochs={EPOCHS} n-clients={N_CLIENTS} round-timeout=15.0'
+            f' json-out="{out}"{extra}'
+        )
         run = subprocess.run(
             [str(BIN / "flwr"), "run", str(APP), "hcct-tls", "--run-config", config],
             env=env,
@@ -183,15 +196,15 @@ def test_hcct_over_tls_survives_a_dead_client(tmp_path):
             timeout=60,
         )
         assert run.returncode == 0, run.stdout + run.stderr
-        # one query, one train and one evaluate reply per client make the first epoch
         replies = lambda: procs.log("superlink").count("Push replies from node_id")  # noqa: E731
-        wait_for(lambda: replies() >= 3 * N_CLIENTS, 60, "the first epoch")
+        wait_for(lambda: replies() >= per_client * N_CLIENTS, 90, "the first epoch")
         procs.kill(f"node{DEAD}")
-        wait_for(out.exists, 90, "the result JSON")
+        wait_for(out.exists, patience, "the result JSON")
         result = json.loads(out.read_text())
     finally:
         procs.stop_all()
     assert result["runtime"] == "flower" and len(result["history"]) == EPOCHS
+    assert result["scheme"] == scheme
     first, last = result["history"][0], result["history"][-1]
     assert first["missing"] == [] and all(e is not None for e in first["client_test_error"])
     assert last["missing"] == [DEAD] and last["client_test_error"][DEAD] is None
@@ -200,4 +213,4 @@ def test_hcct_over_tls_survives_a_dead_client(tmp_path):
     assert result["final"]["mean"] == pytest.approx(
         sum(e for e in last["client_test_error"] if e is not None) / 2
     )
-    print(f"deployment test: {time.monotonic() - t0:.1f} s")
+    print(f"deployment test ({scheme}): {time.monotonic() - t0:.1f} s")

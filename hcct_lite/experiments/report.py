@@ -40,7 +40,7 @@ can read without a network: Digit uses three of the paper's five domains (MNIST,
 MNIST-M; SVHN and SynthDigits are not available offline), with 10 clients over three
 domains instead of two per domain over five; CIFAR-10 is a 12,000-image subset (1,200
 samples per client on average instead of 1,900, decoded from JPEG copies). Every other
-setting is the paper's Table 2 (`hcct_lite.tasks.TASKS`); a test checks that each shipped
+setting is the paper's Table 2 (`hcct_lite.training.tasks.TASKS`); a test checks that each shipped
 configuration equals those defaults but for the differences named here.
 """
 

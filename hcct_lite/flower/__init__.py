@@ -6,7 +6,7 @@ Flower ClientApps (in Flower's simulation engine or on real SuperNodes).
 Needs the ``flower`` extra: ``pip install "hcct-lite[flower]"``.
 
 - :mod:`hcct_lite.flower.server`: the ServerApp and :class:`FlowerBackend`, which lets the
-  library's training loop (:func:`hcct_lite.engine.run_experiment`) talk to ClientApps.
+  library's training loop (:func:`hcct_lite.training.engine.run_experiment`) talk to ClientApps.
 - :mod:`hcct_lite.flower.client`: the ClientApp (hcct-lite's local SGD on the node's data).
 - :mod:`hcct_lite.flower.simulation`: ``hcct-lite flower-sim``.
 """

@@ -27,6 +27,7 @@ _DEFAULT_IF_NOT_POSITIVE = {
     "batch_size",
     "lr",
     "train_ratio",
+    "cluster_models",
 }
 
 

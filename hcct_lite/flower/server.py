@@ -1,6 +1,6 @@
 """The ServerApp: the library's training loop, with Flower ClientApps as its clients.
 
-:class:`FlowerBackend` is a client backend for :func:`hcct_lite.engine.run_experiment`:
+:class:`FlowerBackend` is a client backend for :func:`hcct_lite.training.engine.run_experiment`:
 it sends each client the model the scheme chose for it (its group's model) with the
 Message API and turns the replies into the engine's ``LocalResult``. The partition
 (``client_partition``), the aggregation (``weighted_average``) and the schemes are the

@@ -12,7 +12,7 @@ __all__ = ["run_flower_simulation"]
 def run_flower_simulation(cfg, json_path=None, backend_name="ray", verbose=False) -> dict:
     """Run ``cfg`` with one simulated SuperNode per client; return (and write) the result.
 
-    The result has the same layout as :func:`hcct_lite.engine.run_experiment`'s, plus
+    The result has the same layout as :func:`hcct_lite.training.engine.run_experiment`'s, plus
     ``"runtime": "flower"``.
     """
     from flwr.simulation import run_simulation

@@ -1,6 +1,6 @@
 """Splitting a data set over clients (seeded), and each client's own train/test split.
 
-Every partitioner returns a list of index arrays into an :class:`~hcct_lite.data.ImageSet`
+Every partitioner returns a list of index arrays into an :class:`~hcct_lite.training.data.ImageSet`
 (one per client); :func:`make_clients` turns them into float tensors and cuts each
 client's samples into its own random train and test split.
 """

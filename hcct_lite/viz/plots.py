@@ -86,7 +86,7 @@ def plot_scheme_bars(results, task: str, schemes=None, ax=None):
 
     Parameters
     ----------
-    results : list of result dicts (from :func:`hcct_lite.engine.run_experiment`)
+    results : list of result dicts (from :func:`hcct_lite.training.engine.run_experiment`)
     task : the task to plot
     schemes : order of the bars (default: as they first appear in ``results``)
     """
@@ -114,7 +114,7 @@ def plot_scheme_bars(results, task: str, schemes=None, ax=None):
 
 
 def plot_merge_steps(steps, axes=None, labels=None):
-    """One benefit heatmap per step of :func:`hcct_lite.merges.merge_steps`.
+    """One benefit heatmap per step of :func:`hcct_lite.partition.merge_steps.merge_steps`.
 
     The chosen pair is boxed; the last panel is where the algorithm stops (every
     benefit <= 0). Returns the array of Axes.
