@@ -61,31 +61,18 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-OVERRIDES = (
-    "epochs",
-    "alpha",
-    "device",
-    "n_clients",
-    "samples",
-    "train_ratio",
-    "local_epochs",
-    "batch_size",
-    "lr",
-    "lr_decay",
-    "cluster_models",
-    "soft_groups",
-    "fixed_groups",
-    "maxfl_reference_epochs",
-    "maxfl_threshold",
-    "domains",
-    "dataset",
-    "update_includes_buffers",
-    "authors_round0",
-    "initial_clients",
-    "new_clients",
-    "data_root",
-    "download",
-)
+def _overrides() -> tuple:
+    """List the RunConfig settings the common options set, each option written once.
+
+    Every option's ``dest`` but the task, the hand-made partition (parsed first) and the
+    progress switch.
+    """
+    p = argparse.ArgumentParser(add_help=False)
+    _common(p)
+    return tuple(a.dest for a in p._actions if a.dest not in ("task", "partition", "quiet"))
+
+
+OVERRIDES = _overrides()
 
 
 def build_parser() -> argparse.ArgumentParser:

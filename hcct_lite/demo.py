@@ -60,9 +60,9 @@ def partition_demo(out: str, seed: int = 0) -> None:
 def _save(fig, out, name):
     import matplotlib.pyplot as plt
 
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, f"{name}.png")
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    from .viz.plots import save_figure
+
+    path = save_figure(fig, name, out)
     plt.close(fig)
     return path
 
