@@ -118,10 +118,13 @@ class LocalBackend:
 
     @override
     def evaluate(self, states: dict) -> dict:
-        return {
-            i: evaluate(self.model, st, self.clients[i].x_test, self.clients[i].y_test)[1]
-            for i, st in states.items()
-        }
+        out, loaded = {}, None
+        # Clients holding the same model object (a group's) load it once.
+        for i, st in sorted(states.items(), key=lambda kv: id(kv[1])):
+            c = self.clients[i]
+            out[i] = evaluate(self.model, None if st is loaded else st, c.x_test, c.y_test)[1]
+            loaded = st
+        return {i: out[i] for i in states}
 
     @override
     def probe(self, i: int, state: dict) -> tuple:

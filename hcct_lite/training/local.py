@@ -153,10 +153,18 @@ def _has_batchnorm(model: nn.Module) -> bool:
 
 @torch.no_grad()
 def evaluate(
-    model: nn.Module, state: dict, x: torch.Tensor, y: torch.Tensor, batch_size: int = 1024
+    model: nn.Module,
+    state: dict | None,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    batch_size: int = 1024,
 ) -> tuple:
-    """Return ``(mean loss, error in %)`` of ``state`` on ``(x, y)`` in eval mode."""
-    model.load_state_dict(state)
+    """Return ``(mean loss, error in %)`` of ``state`` on ``(x, y)`` in eval mode.
+
+    ``state`` None evaluates the weights ``model`` already holds (no reload).
+    """
+    if state is not None:
+        model.load_state_dict(state)
     model.eval()
     device = next(model.parameters()).device
     loss = wrong = 0.0
