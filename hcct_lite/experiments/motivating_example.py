@@ -5,14 +5,11 @@ Three CIFAR-10 clients and every way they can collaborate.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-from ..training.config import make_config
-from ..training.engine import run_experiment
 from .paper import TABLE1
-from .results import write_json
+from .results import read_results
+from .runner import Job, job_path, run_jobs
 
 __all__ = ["PATTERNS", "run_patterns", "pattern_means", "table1"]
 
@@ -29,36 +26,38 @@ PATTERNS = {
 def run_patterns(seeds=(0,), out_dir=None, progress=False, log=print, **overrides) -> dict:
     """Train the motivating example under each pattern of :data:`PATTERNS`.
 
-    With ``out_dir``, each run's JSON is written there (atomically) and reused if present.
+    With ``out_dir``, each run's JSON is written there (atomically) and reused if present
+    (:func:`~hcct_lite.experiments.runner.run_jobs`); without, the runs go to a temporary
+    folder. Runs use this process's torch threads.
 
     Returns
     -------
     dict pattern -> list of result dicts (one per seed)
     """
-    import json
+    import tempfile
 
-    out = {}
-    for name, (scheme, partition) in PATTERNS.items():
-        out[name] = []
-        for seed in seeds:
-            path = None
-            if out_dir:
-                tag = name.strip("()").replace(",", "-")
-                path = os.path.join(out_dir, f"motivating__{tag}__seed{seed}.json")
-                if os.path.exists(path):
-                    with open(path) as f:
-                        out[name].append(json.load(f))
-                    continue
-            cfg = make_config("motivating", scheme, seed, partition=partition, **overrides)
-            r = run_experiment(cfg, progress=progress)
-            if path:
-                write_json(path, r)
-            if log:
-                log(
-                    f"{name:<12} seed {seed}: client errors "
-                    f"{np.round(r['final']['client_test_error'], 2).tolist()}"
-                )
+    jobs = {
+        (name, seed): Job(
+            "",
+            f"motivating__{name.strip('()').replace(',', '-')}__seed{seed}",
+            "motivating",
+            scheme,
+            seed,
+            dict(overrides, partition=partition),
+        )
+        for name, (scheme, partition) in PATTERNS.items()
+        for seed in seeds
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = out_dir or tmp
+        run_jobs(list(jobs.values()), folder, log=None, progress=progress, threads=None)
+        out = {name: [] for name in PATTERNS}
+        for (name, seed), job in jobs.items():
+            (r,) = read_results([job_path(folder, job)])
             out[name].append(r)
+            if log:
+                errors = np.round(r["final"]["client_test_error"], 2).tolist()
+                log(f"{name:<12} seed {seed}: client errors {errors}")
     return out
 
 

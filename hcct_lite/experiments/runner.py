@@ -189,16 +189,16 @@ def _one_thread() -> None:
     torch.set_num_threads(1)
 
 
-def _serial(args) -> object:
-    """Run jobs here, one after another, with one torch thread like a worker process.
+def _serial(args, threads=1) -> object:
+    """Run jobs here, one after another, with ``threads`` torch threads (None: as set).
 
-    Float reductions depend on the thread count, and results must not depend on
-    ``workers``. The caller's thread count is restored afterwards.
+    Float reductions depend on the thread count: with one thread, as in a worker
+    process, results do not depend on ``workers``. The caller's count is restored.
     """
     import torch
 
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads or before)
     try:
         for a in args:
             yield _run_job(a)
@@ -220,14 +220,18 @@ def _run_job(args) -> tuple:
     return job, result["final"]["mean"], result["seconds"]
 
 
-def run_jobs(jobs, out_dir: str, workers: int = 1, device=None, log=print, progress=True) -> int:
+def run_jobs(
+    jobs, out_dir: str, workers: int = 1, device=None, log=print, progress=True, threads=1
+) -> int:
     """Run every job whose file is missing, in ``workers`` processes; return how many ran.
 
     Each worker process uses one torch thread (two threads per process on two busy cores
     made one run six times slower); with ``workers=1`` the runs happen in this process,
     also with one thread.
     Results do not depend on ``workers``. ``device`` (e.g. ``"cuda"``) overrides every
-    job's device when given.
+    job's device when given. ``threads=None`` keeps this process's torch threads for
+    ``workers=1`` (an interactive caller's choice; results may then differ in the last
+    digits from a grid's).
     """
     log = log or (lambda _msg: None)
     if workers < 1:
@@ -249,7 +253,7 @@ def run_jobs(jobs, out_dir: str, workers: int = 1, device=None, log=print, progr
         pool = mp.get_context("spawn").Pool(min(workers, len(todo)), initializer=_one_thread)
         done = pool.imap_unordered(_run_job, args)
     else:
-        done = _serial(args)
+        done = _serial(args, threads)
     failed = []
     try:
         for job, err, secs in _progress(done, len(todo), progress):

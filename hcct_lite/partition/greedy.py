@@ -19,6 +19,8 @@ merge: O(N) work per step after the O(N^2 M) Gram matrix, with identical decisio
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .updates import gram_matrix, validate_alpha, validate_sizes
@@ -77,66 +79,90 @@ def _groups_after(n: int, merges) -> list:
     return [members[k] for k in sorted(members)]
 
 
-def _pair_benefits(s, rows, st):
-    """Benefits of merging group ``s`` with each group in ``rows`` (1-D index array)."""
-    q = st["q"][s] + st["q"][rows] + 2.0 * st["X"][s, rows]
-    y = st["Y_self"][s] + st["Y_self"][rows] + st["Y"][s, rows] + st["Y"][rows, s]
-    scale = st["Sn"][s] + st["Sn"][rows]
-    dd = st["D"][s] + st["D"][rows]
-    aa = st["A"][s] + st["A"][rows]
-    safe = q > (ZERO_GROUP_RTOL * scale) ** 2
-    cos_sum = np.where(safe, y / np.sqrt(np.where(safe, q, 1.0)), 0.0)
-    u_new = -aa / dd + cos_sum
-    return u_new - st["U"][s] - st["U"][rows], q, y
+@dataclass
+class _GroupSums:
+    """The additive sums of every current group, indexed by the group's smallest member.
+
+    For group S: ``size`` D_S, ``alpha`` sum of alpha_i, ``norm_sum`` sum D_i ||g_i||,
+    ``sq_norm`` q_S = ||sum D_i g_i||^2, ``cos_num`` Y_SS, ``utility`` the summed utility;
+    between groups (N, N): ``cross`` X_ST = sum D_i D_j G[i, j] and ``cross_cos`` Y_ST.
+    """
+
+    size: np.ndarray
+    alpha: np.ndarray
+    norm_sum: np.ndarray
+    sq_norm: np.ndarray
+    cos_num: np.ndarray
+    utility: np.ndarray
+    cross: np.ndarray
+    cross_cos: np.ndarray
+
+    @classmethod
+    def singletons(cls, ctx: GramContext):
+        gram, d, a = ctx.gram, ctx.sizes, ctx.alpha
+        norms = np.sqrt(np.diag(gram))
+        return cls(
+            size=d.copy(),
+            alpha=a.copy(),
+            norm_sum=d * norms,
+            sq_norm=(d * norms) ** 2,
+            cos_num=d * norms,  # sum_i c_S[i] / ||g_i|| for a singleton: D_i ||g_i||
+            utility=1.0 - a / d,  # singleton: cos = 1 exactly
+            cross=gram * np.outer(d, d),
+            cross_cos=gram * d[None, :] / norms[:, None],
+        )
+
+    def pair_benefits(self, s, rows):
+        """Benefits of merging group ``s`` with each group in ``rows`` (1-D index array)."""
+        q = self.sq_norm[s] + self.sq_norm[rows] + 2.0 * self.cross[s, rows]
+        y = self.cos_num[s] + self.cos_num[rows] + self.cross_cos[s, rows] + self.cross_cos[rows, s]
+        scale = self.norm_sum[s] + self.norm_sum[rows]
+        dd = self.size[s] + self.size[rows]
+        aa = self.alpha[s] + self.alpha[rows]
+        safe = q > (ZERO_GROUP_RTOL * scale) ** 2
+        cos_sum = np.where(safe, y / np.sqrt(np.where(safe, q, 1.0)), 0.0)
+        u_new = -aa / dd + cos_sum
+        return u_new - self.utility[s] - self.utility[rows]
+
+    def merge(self, s: int, t: int, benefit: float) -> None:
+        """Merge group t into group s (s < t): the sums add; t's entries retire."""
+        q_new = self.sq_norm[s] + self.sq_norm[t] + 2.0 * self.cross[s, t]
+        y_new = self.cos_num[s] + self.cos_num[t] + self.cross_cos[s, t] + self.cross_cos[t, s]
+        u_new = self.utility[s] + self.utility[t] + benefit
+        for v in (self.size, self.alpha, self.norm_sum):
+            v[s] += v[t]
+        self.sq_norm[s], self.cos_num[s], self.utility[s] = q_new, y_new, u_new
+        self.cross[s, :] += self.cross[t, :]
+        self.cross[:, s] = self.cross[s, :]
+        self.cross_cos[s, :] += self.cross_cos[t, :]
+        self.cross_cos[:, s] += self.cross_cos[:, t]
 
 
 def _greedy(ctx: GramContext, num_groups=None) -> list:
     """Run the greedy merge; return the list of Merge records."""
-    gram, d, a = ctx.gram, ctx.sizes, ctx.alpha
-    n = d.shape[0]
+    n = ctx.sizes.shape[0]
     target = 1 if num_groups is None else num_groups
     if n <= target:
         return []
-    norms = np.sqrt(np.diag(gram))
-    st = {
-        "D": d.copy(),
-        "A": a.copy(),
-        "Sn": d * norms,
-        "q": (d * norms) ** 2,
-        "Y_self": d * norms,  # sum_i c_S[i] / ||g_i|| for a singleton: D_i ||g_i||
-        "U": 1.0 - a / d,  # singleton: cos = 1 exactly
-        "X": gram * np.outer(d, d),
-        "Y": gram * d[None, :] / norms[:, None],
-    }
+    sums = _GroupSums.singletons(ctx)
     # Benefit matrix on the upper triangle (row = smaller group id); -inf elsewhere.
     benefit = np.full((n, n), -np.inf)
     for s in range(n - 1):
         rows = np.arange(s + 1, n)
-        benefit[s, rows] = _pair_benefits(s, rows, st)[0]
+        benefit[s, rows] = sums.pair_benefits(s, rows)
     row_arg = np.argmax(benefit, axis=1)
     row_max = benefit[np.arange(n), row_arg]
     active = np.ones(n, dtype=bool)
     members = {i: (i,) for i in range(n)}
-    total = float(st["U"].sum())
+    total = float(sums.utility.sum())
     merges = []
-    k = n
-    while k > target:
+    for _ in range(n - target):
         s = int(np.argmax(row_max))  # first maximum: smallest group id wins ties
         t = int(row_arg[s])
         best = float(benefit[s, t])
         if num_groups is None and not best > 0.0:
             break
-        # Merge t into s (s < t): cross terms add, t's row and column retire.
-        q_new = st["q"][s] + st["q"][t] + 2.0 * st["X"][s, t]
-        y_new = st["Y_self"][s] + st["Y_self"][t] + st["Y"][s, t] + st["Y"][t, s]
-        u_new = st["U"][s] + st["U"][t] + best
-        for key in ("D", "A", "Sn"):
-            st[key][s] += st[key][t]
-        st["q"][s], st["Y_self"][s], st["U"][s] = q_new, y_new, u_new
-        st["X"][s, :] += st["X"][t, :]
-        st["X"][:, s] = st["X"][s, :]
-        st["Y"][s, :] += st["Y"][t, :]
-        st["Y"][:, s] += st["Y"][:, t]
+        sums.merge(s, t, best)
         active[t] = False
         benefit[t, :] = -np.inf
         benefit[:, t] = -np.inf
@@ -144,12 +170,11 @@ def _greedy(ctx: GramContext, num_groups=None) -> list:
         total += best
         merges.append(Merge(members[s], members[t], best, total))
         members[s] = tuple(sorted(members[s] + members.pop(t)))
-        k -= 1
         # New benefits of s with every other active group.
         others = np.flatnonzero(active)
         others = others[others != s]
         if others.size:
-            new_b = _pair_benefits(s, others, st)[0]
+            new_b = sums.pair_benefits(s, others)
             lower, upper = others < s, others > s
             benefit[s, others[upper]] = new_b[upper]
             benefit[others[lower], s] = new_b[lower]
@@ -175,6 +200,3 @@ def _refresh_row_max(benefit, row_max, row_arg, active, s, t) -> None:
         better = (v > row_max[fresh]) | ((v == row_max[fresh]) & (s < row_arg[fresh]))
         row_max[fresh[better]] = v[better]
         row_arg[fresh[better]] = s
-
-
-# Re-exported here so that the whole of the paper's partition step lives under one name.

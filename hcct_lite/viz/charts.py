@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .plots import axes
+
 __all__ = [
     "plot_pattern_bars",
     "plot_curves",
@@ -11,14 +13,6 @@ __all__ = [
     "plot_fixed_k",
     "plot_cosines_side_by_side",
 ]
-
-
-def _axes(ax, size=(6, 3.5)):
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=size)
-    return ax
 
 
 def plot_pattern_bars(ours: dict, paper: dict | None = None, ax=None):
@@ -29,7 +23,7 @@ def plot_pattern_bars(ours: dict, paper: dict | None = None, ax=None):
     ours : pattern -> (N,) per-client mean test error
     paper : pattern -> {"clients": [(mean, std), ...]}, drawn as black ticks (optional)
     """
-    ax = _axes(ax, (7, 3.5))
+    ax = axes(ax, (7, 3.5))
     patterns = list(ours)
     n = len(next(iter(ours.values())))
     width = 0.8 / len(patterns)
@@ -49,7 +43,7 @@ def plot_pattern_bars(ours: dict, paper: dict | None = None, ax=None):
 
 def plot_curves(curves: dict, ax=None, ylabel="mean test error (%)"):
     """Lines ``label -> (epochs,) values``; e.g. mean test error per epoch (Fig. 4)."""
-    ax = _axes(ax)
+    ax = axes(ax)
     for label, ys in curves.items():
         ax.plot(np.arange(len(ys)), ys, label=label)
     ax.set_xlabel("epoch")
@@ -63,7 +57,7 @@ def plot_alpha_ratio(errors: dict, ax=None):
 
     ``errors``: ``(train_ratio, alpha) -> mean test error``.
     """
-    ax = _axes(ax)
+    ax = axes(ax)
     for ratio in sorted({r for r, _ in errors}):
         alphas = sorted(a for r, a in errors if r == ratio)
         ax.plot(
@@ -78,7 +72,7 @@ def plot_alpha_ratio(errors: dict, ax=None):
 
 def plot_fixed_k(ks, errors, utilities=None, ax=None):
     """Fig. 6: mean test error (and total utility, right axis) against the fixed K."""
-    ax = _axes(ax)
+    ax = axes(ax)
     ax.plot(ks, errors, marker="o", color="C0", label="mean test error")
     ax.set_xlabel("number of groups K")
     ax.set_ylabel("mean test error (%)", color="C0")

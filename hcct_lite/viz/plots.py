@@ -9,7 +9,16 @@ from scipy.cluster.hierarchy import dendrogram
 
 from ..partition.utility import Partition
 
-__all__ = ["plot_dendrogram", "save_figure"]
+__all__ = ["axes", "plot_dendrogram", "save_figure"]
+
+
+def axes(ax=None, size=(6, 3.5)):
+    """``ax``, or a new figure's axes of ``size`` inches when ``ax`` is None."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=size)
+    return ax
 
 
 def plot_dendrogram(partition: Partition, ax=None, labels=None, hide_virtual: bool = True):
@@ -31,10 +40,7 @@ def plot_dendrogram(partition: Partition, ax=None, labels=None, hide_virtual: bo
     -------
     matplotlib Axes
     """
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(max(4.0, 0.35 * partition.n_clients + 2), 3.5))
+    ax = axes(ax, (max(4.0, 0.35 * partition.n_clients + 2), 3.5))
     n = partition.n_clients
     if labels is None:
         labels = [str(i) for i in range(n)]
@@ -90,8 +96,6 @@ def plot_scheme_bars(results, task: str, schemes=None, ax=None):
     task : the task to plot
     schemes : order of the bars (default: as they first appear in ``results``)
     """
-    import matplotlib.pyplot as plt
-
     from ..experiments.results import table3
 
     t3 = table3([r for r in results if r["task"] == task])
@@ -100,8 +104,7 @@ def plot_scheme_bars(results, task: str, schemes=None, ax=None):
     schemes = [s for s in schemes if (task, s) in t3]
     if not schemes:
         raise ValueError(f"no results for task {task!r}")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(1.0 * len(schemes) + 2, 3.5))
+    ax = axes(ax, (1.0 * len(schemes) + 2, 3.5))
     means = [t3[(task, s)][0] for s in schemes]
     stds = [t3[(task, s)][1] for s in schemes]
     colors = ["C3" if s.startswith("hcct") else "C0" for s in schemes]
@@ -153,12 +156,9 @@ def plot_bound(own_size, divergence, lipschitz=1.0, mu=1.0, delta=0.1, max_size=
     for a group with that divergence, and the client alone (D_G = own size, divergence 0);
     the shaded range of D_G is where joining lowers the bound. Returns the Axes.
     """
-    import matplotlib.pyplot as plt
-
     from ..theory import error_bound, sample_term
 
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6, 3.5))
+    ax = axes(ax, (6, 3.5))
     top = max_size or 20 * own_size
     d = np.linspace(max(1.0, own_size / 4), top, 400)
     ax.plot(d, sample_term(d, lipschitz, mu, delta), label="sample-size term 4L²/(δμD)")
@@ -187,10 +187,7 @@ def plot_bound(own_size, divergence, lipschitz=1.0, mu=1.0, delta=0.1, max_size=
 
 def plot_label_similarity(distance, cosine, r, ax=None):
     """Scatter of update cosine against label-distribution distance, with the fit line."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(4.5, 3.5))
+    ax = axes(ax, (4.5, 3.5))
     ax.scatter(distance, cosine, s=14)
     slope, intercept = np.polyfit(distance, cosine, 1)
     x = np.linspace(min(distance), max(distance), 2)
@@ -206,12 +203,9 @@ def plot_utility_curves(alpha, own_size, cosines=(1.0, 0.9, 0.7, 0.5), max_size=
 
     The dashed line is the client alone (``1 - alpha / D_i``).
     """
-    import matplotlib.pyplot as plt
-
     from ..theory import utility
 
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6, 3.5))
+    ax = axes(ax, (6, 3.5))
     d = np.linspace(own_size, max_size or 20 * own_size, 300)
     for c in cosines:
         ax.plot(d, utility(alpha, d, c), label=f"cos = {c:g}")
