@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 
+from .paper_grids import PATTERNS
 from .report_tables import (
     by_scheme,
     grid_status,
@@ -204,11 +205,20 @@ def _table4_section(out_dir) -> str:
     rows = table4_rows(load_grid(out_dir, "table3-digit"))
     if not rows:
         return "## Table 4 (Digit)\n\npending"
+    worst = {r[0]: float(r[1].split(" / ")[3]) for r in rows}
+    lowest = min(worst, key=worst.get)
     return "\n".join(
         [
             "## Table 4: Digit, test error over clients (mean / std / min / max)",
             "",
             markdown(["scheme", "ours: final epoch", "ours: best epoch", "paper"], rows),
+            "",
+            "The paper's point: HCCT lowers the worst client's error (max 39.44 against "
+            "56.01 for Independent). Ours, final epoch: the worst client's error is "
+            f"{worst.get('hcct', float('nan')):.2f} under HCCT and "
+            f"{worst.get('independent', float('nan')):.2f} under Independent; the lowest "
+            f"worst-client error is {lowest}'s ({worst[lowest]:.2f}). This does not reproduce, "
+            "for the reason the Table 3 paragraph gives.",
         ]
     )
 
@@ -234,17 +244,20 @@ def _table1_section(out_dir) -> str:
         "",
         markdown(header, table1_rows(runs)),
     ]
-    if runs:
-        means = {}
-        for r in runs:
-            means.setdefault(r["name"].rsplit("-seed", 1)[0], []).append(r["final"]["mean"])
-        best = min(means, key=lambda k: np.mean(means[k]))
-        worst = max(means, key=lambda k: np.mean(means[k]))
-        text += [
-            "",
-            f"Lowest mean error: `{best}`; highest: `{worst}` (paper: (1,2) lowest, (1,3) "
-            "highest).",
-        ]
+    means = {}
+    for r in runs:
+        means.setdefault(r["name"].rsplit("-seed", 1)[0], []).append(r["final"]["mean"])
+    if set(means) != set(PATTERNS):
+        text += ["", "Which pattern is best: pending until every pattern has run."]
+        return "\n".join(text)
+    best = min(means, key=lambda k: np.mean(means[k]))
+    worst = max(means, key=lambda k: np.mean(means[k]))
+    text += [
+        "",
+        f"Lowest mean error (final epoch): `{best}`; highest: `{worst}` (paper: (1,2) "
+        "lowest, (1,3) highest). The offline CIFAR-10 subset gives each client fewer "
+        "samples than the paper's full training split, so every error is higher.",
+    ]
     return "\n".join(text)
 
 
@@ -285,6 +298,19 @@ def _ablation_section(out_dir) -> str:
         "",
         markdown(header, rows),
     ]
+    by = {r[0].rsplit("-seed", 1)[0]: r for r in rows}
+    if {"buffers", "parameters"} <= set(by):
+        b, q = by["buffers"], by["parameters"]
+        text += [
+            "",
+            f"With batch-norm buffers every pair of clients looks alike (cosine {b[1]} within "
+            f"a domain, {b[2]} across), so the partition follows the α/D̂ term alone and "
+            f"ends with {b[3]} groups; over trainable parameters the cosines are {q[1]} "
+            f"within and {q[2]} across domains, too small for Table 2's α = 1 to pay for a "
+            f"merge, and HCCT keeps {q[3]} groups (independent training). Results obtained "
+            "with buffers are not evidence that gradient similarity finds the right "
+            "collaborators.",
+        ]
     return "\n".join(text)
 
 
