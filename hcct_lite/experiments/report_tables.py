@@ -17,7 +17,7 @@ import numpy as np
 
 from ..training.config import SCHEMES
 from .paper import TABLE1, TABLE3, TABLE4
-from .paper_grids import GRIDS, PATTERNS, grid_jobs
+from .paper_grids import GRIDS, PATTERNS, TABLE1_NAMES, grid_jobs
 from .runner import job_path
 
 __all__ = [
@@ -27,11 +27,8 @@ __all__ = [
     "protocol_table",
     "table1_rows",
     "table4_rows",
-    "markdown",
     "pm",
 ]
-
-PAPER_PATTERN = {"pair-12": "(1,2)", "pair-13": "(1,3)", "pair-23": "(2,3)"}
 
 
 def load_grid(out_dir: str, grid: str) -> list:
@@ -132,14 +129,8 @@ def table1_rows(runs) -> list:
         errs = np.array([r["final"]["client_test_error"] for r in rs])
         clients = [pm(errs[:, c].mean(), errs[:, c].std()) for c in range(errs.shape[1])]
         best = np.mean([r["final"]["best_over_epochs"]["mean"] for r in rs])
-        paper = TABLE1.get(PAPER_PATTERN.get(name, name))
+        paper = TABLE1.get(TABLE1_NAMES.get(name, name))
         ref = f"{paper['mean']:.2f} / {paper['std']:.2f}" if paper else "-"
         mean_std = f"{errs.mean(1).mean():.2f} / {errs.std(1).mean():.2f}"
         rows.append([f"{name} ({len(rs)})", *clients, mean_std, f"{best:.2f}", ref])
     return rows
-
-
-def markdown(header, rows) -> str:
-    """A markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows])
