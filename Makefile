@@ -9,7 +9,7 @@ ifneq ($(wildcard ../shared/data),)
 export HCCT_DATA_DIR ?= $(abspath ../shared/data)
 endif
 
-.PHONY: demo test lint bench venv clean figures notebooks lab reproduce report
+.PHONY: demo test lint bench venv clean figures notebooks lab reproduce report book
 
 venv: $(VENV)/.installed
 
@@ -23,11 +23,13 @@ $(VENV)/.installed: pyproject.toml
 demo: venv
 	MPLBACKEND=Agg $(BIN)/python -m hcct_lite.demo
 
-# Unit tests, then every notebook top to bottom under nbval, in quick mode.
+# Unit tests (the browser tests where Chromium is installed: -rs prints why not), every
+# notebook under nbval in quick mode (recomputed), then again in shipped mode (results/).
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	HCCT_QUICK=1 MPLBACKEND=Agg $(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env
+	HCCT_MODE=quick MPLBACKEND=Agg $(BIN)/python -m pytest -rs tests notebooks --nbval-lax --nbval-current-env
+	HCCT_MODE=shipped MPLBACKEND=Agg $(BIN)/python -m pytest notebooks --nbval-lax --nbval-current-env
 
 lint: venv
 	$(BIN)/ruff check .
@@ -48,16 +50,24 @@ reproduce: venv
 report: venv
 	$(BIN)/python -c "from hcct_lite.experiments.report import write_report; write_report()"
 
-# Run every notebook in quick mode and save its figures to figures/ (the committed ones).
+# Save every figure the notebooks draw to figures/ (the committed ones): all notebooks in
+# shipped mode, then notebook 4 in quick mode for the figure grids not shipped yet
+# (those files end in -quick).
 figures: venv
 	for nb in notebooks/*.ipynb; do \
-	  HCCT_QUICK=1 HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg \
+	  HCCT_MODE=shipped HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg \
 	  $(BIN)/jupyter nbconvert --to notebook --execute --stdout "$$nb" > /dev/null || exit 1; \
 	done
+	HCCT_MODE=quick HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg \
+	  $(BIN)/jupyter nbconvert --to notebook --execute --stdout notebooks/04_experiments.ipynb > /dev/null
+
+# The notebooks executed in shipped mode as static HTML with offline maths, into site/.
+book: venv
+	$(BIN)/python tools/build_book.py site
 
 # Refresh the outputs nbval checks, then strip every other output (small diffs).
 notebooks: venv
-	HCCT_QUICK=1 MPLBACKEND=Agg $(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb
+	HCCT_MODE=quick MPLBACKEND=Agg $(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb
 	$(BIN)/python tools/strip_notebooks.py notebooks/*.ipynb
 
 lab: venv

@@ -38,3 +38,54 @@ __all__ = [
     "run_grid",
 ]
 __version__ = "0.1.0"
+
+# The notebooks' names, loaded on first use so that `import hcct_lite` stays light (no
+# matplotlib, no experiment code) for the Flower workers and the command line.
+_TEACHING = {
+    "hcct_lite.experiments.modes": [
+        "Mode", "notebook_mode", "task_settings", "results_dir", "Stopwatch",
+    ],
+    "hcct_lite.experiments.shipped": [
+        "motivating_results", "common_seeds", "table3_runs", "grid_runs", "grid_progress",
+        "domain_cosines", "fig4_curves", "fig5_errors", "fixed_k_summary", "table3_claims",
+        "best_epoch_means", "worst_client",
+    ],
+    "hcct_lite.experiments.motivating_example": ["pattern_claims", "pattern_means", "table1"],
+    "hcct_lite.experiments.paper": ["TABLE1", "TABLE3", "TABLE4", "FIGURES"],
+    "hcct_lite.experiments.results": ["to_text"],
+    "hcct_lite.experiments.report_tables": ["protocol_table", "table4_rows", "by_scheme"],
+    "hcct_lite.experiments.runner": ["first_updates"],
+    "hcct_lite.experiments.gradient_similarity": ["label_mix_similarity"],
+    "hcct_lite.partition.updates": ["cosine_matrix"],
+    "hcct_lite.partition.merge_steps": ["merge_steps", "pair_benefits", "break_even_alpha"],
+    "hcct_lite.partition.exact": ["greedy_vs_optimal"],
+    "hcct_lite.partition.reference": ["compare_speed"],
+    "hcct_lite.partition.synthetic": ["clustered_updates"],
+    "hcct_lite.theory": ["alpha_equivalent", "join_gain", "error_bound", "utility"],
+    "hcct_lite.training.config": ["SCHEMES", "arrival_epochs"],
+    "hcct_lite.viz.plots": [
+        "classroom_style", "save_figure", "plot_dendrogram", "plot_merge_steps", "plot_bound",
+        "plot_label_similarity", "plot_utility_curves", "plot_scheme_bars",
+    ],
+    "hcct_lite.viz.charts": [
+        "plot_pattern_bars", "plot_curves", "plot_alpha_ratio", "plot_fixed_k",
+        "plot_fixed_k_by_size", "plot_cosines_side_by_side",
+    ],
+    "hcct_lite.viz.widgets": ["partition_explorer", "bound_explorer"],
+}  # fmt: skip
+_LAZY = {name: module for module, names in _TEACHING.items() for name in names}
+__all__ += sorted(_LAZY)
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module 'hcct_lite' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -24,7 +24,8 @@ def strip_notebook(nb):
         if key not in ("kernelspec", "language_info"):
             nb.metadata.pop(key)
     for cell in nb.cells:
-        cell.metadata = {k: v for k, v in cell.metadata.items() if k == "tags"}
+        # tags, and "jupyter" (collapsed solution cells stay collapsed)
+        cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("tags", "jupyter")}
         if cell.cell_type != "code":
             continue
         if CHECK in cell.source:

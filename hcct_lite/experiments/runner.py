@@ -19,6 +19,7 @@ __all__ = [
     "provenance",
     "save_tables",
     "first_updates",
+    "code_fingerprint",
 ]
 
 
@@ -123,15 +124,29 @@ def first_updates(cfg):
     return [res[i].update for i in range(cfg.n_clients)], backend.sizes, backend.clients
 
 
-def settings_dir(base: str, **settings) -> str:
-    """Return ``base`` plus a short hash of ``settings``.
+def code_fingerprint() -> str:
+    """Short hash of the package's source files: changes whenever the code does."""
+    import hashlib
+    from pathlib import Path
 
-    Cached runs are then reused only for the same settings.
+    h = hashlib.sha1()
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:8]
+
+
+def settings_dir(base: str, **settings) -> str:
+    """Return ``base`` plus a short hash of ``settings`` and of the code.
+
+    Cached runs are then reused only for the same settings and the same code: a cache
+    made by an older version of the package is never read back silently.
     """
     import hashlib
     import json
 
-    key = json.dumps(settings, sort_keys=True, default=str)
+    key = json.dumps(settings, sort_keys=True, default=str) + code_fingerprint()
     return f"{base}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
 
 

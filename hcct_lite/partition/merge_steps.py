@@ -16,7 +16,7 @@ from .greedy import client_partition
 from .updates import gram_matrix, validate_alpha, validate_sizes
 from .utility import GramContext, group_utilities
 
-__all__ = ["MergeStep", "merge_steps", "pair_benefits"]
+__all__ = ["MergeStep", "merge_steps", "pair_benefits", "break_even_alpha"]
 
 
 @dataclass
@@ -78,3 +78,35 @@ def merge_steps(updates, sizes, alpha=1.0, num_groups=None) -> list:
 def pair_benefits(updates, sizes, alpha=1.0) -> np.ndarray:
     """(N, N) benefit of merging each pair of singleton clients (NaN on the diagonal)."""
     return merge_steps(updates, sizes, alpha, num_groups=None)[0].benefits
+
+
+def break_even_alpha(updates, sizes, group_a, group_b) -> float:
+    """The alpha at which merging ``group_a`` with ``group_b`` starts to pay off.
+
+    The benefit of the merge is linear in alpha, ``benefit(alpha) = c + alpha * s``: ``c``
+    is the change in the members' summed cosines and ``s = |A|/D_A + |B|/D_B - |A u B|/D_AuB``
+    > 0 what the data-size term gains. The break-even point is ``-c / s``: the merge's
+    benefit is positive for every larger alpha (0 when it pays off at any alpha).
+
+    Parameters
+    ----------
+    updates : (N, M) array or list of N updates, as for :func:`client_partition`
+    sizes : (N,) samples per client
+    group_a, group_b : disjoint lists of client indices
+    """
+    a, b = sorted(group_a), sorted(group_b)
+    if not a or not b or set(a) & set(b):
+        raise ValueError(f"group_a {a} and group_b {b} must be non-empty and disjoint")
+    gram = gram_matrix(updates)
+    d = validate_sizes(sizes, gram.shape[0])
+    if max(a + b) >= gram.shape[0] or min(a + b) < 0:
+        raise ValueError(f"client indices must lie in 0..{gram.shape[0] - 1}; got {a} and {b}")
+
+    def change(alpha):
+        ctx = GramContext(gram=gram, sizes=d, alpha=validate_alpha(alpha, d))
+        merged = float(group_utilities(ctx, sorted(a + b)).sum())
+        return merged - float(group_utilities(ctx, a).sum()) - float(group_utilities(ctx, b).sum())
+
+    c = change(0.0)
+    s = change(1.0) - c
+    return max(0.0, -c / s)

@@ -11,6 +11,7 @@ __all__ = [
     "plot_curves",
     "plot_alpha_ratio",
     "plot_fixed_k",
+    "plot_fixed_k_by_size",
     "plot_cosines_side_by_side",
 ]
 
@@ -37,15 +38,21 @@ def plot_pattern_bars(ours: dict, paper: dict | None = None, ax=None):
             )
     ax.set_xticks(range(n), [f"client {i + 1}" for i in range(n)])
     ax.set_ylabel("test error (%)")
-    ax.legend(fontsize=8, ncol=3)
+    # outside the axes: inside, the legend hid the tallest bars
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
 
 
-def plot_curves(curves: dict, ax=None, ylabel="mean test error (%)"):
-    """Lines ``label -> (epochs,) values``; e.g. mean test error per epoch (Fig. 4)."""
+def plot_curves(curves: dict, ax=None, ylabel="mean test error (%)", arrivals=()):
+    """Lines ``label -> (epochs,) values``; e.g. mean test error per epoch (Fig. 4).
+
+    ``arrivals``: epochs at which new clients join, drawn as dotted vertical lines.
+    """
     ax = axes(ax)
     for label, ys in curves.items():
         ax.plot(np.arange(len(ys)), ys, label=label)
+    for k, epoch in enumerate(arrivals):
+        ax.axvline(epoch, color="0.5", ls=":", lw=1, label="new clients arrive" if k == 0 else None)
     ax.set_xlabel("epoch")
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=8)
@@ -83,12 +90,30 @@ def plot_fixed_k(ks, errors, utilities=None, ax=None):
     return ax
 
 
+def plot_fixed_k_by_size(summary: dict, ax=None):
+    """Fig. 7: mean test error against the fixed K, one line per federation size N.
+
+    ``summary``: ``N -> (ks, errors, utilities)``, as from
+    :func:`hcct_lite.experiments.shipped.fixed_k_summary`.
+    """
+    ax = axes(ax)
+    for n, (ks, errors, _) in sorted(summary.items()):
+        ax.plot(ks, errors, marker="o", label=f"N = {n}")
+    ax.set_xlabel("number of groups K")
+    ax.set_ylabel("mean test error (%)")
+    ax.legend()
+    return ax
+
+
 def plot_cosines_side_by_side(matrices: dict, labels=None, axes=None):
     """Heatmaps of update cosine matrices, e.g. with and without batch-norm buffers."""
     import matplotlib.pyplot as plt
 
     if axes is None:
-        _, axes = plt.subplots(1, len(matrices), figsize=(4.2 * len(matrices), 3.6))
+        # constrained layout keeps each panel's client labels clear of its neighbour
+        _, axes = plt.subplots(
+            1, len(matrices), figsize=(5.0 * len(matrices), 4.4), layout="constrained"
+        )
     axes = np.atleast_1d(axes)
     for ax, (title, m) in zip(axes, matrices.items(), strict=True):
         im = ax.imshow(np.asarray(m), vmin=-1, vmax=1, cmap="RdBu")

@@ -9,7 +9,25 @@ from scipy.cluster.hierarchy import dendrogram
 
 from ..partition.utility import Partition
 
-__all__ = ["axes", "plot_dendrogram", "save_figure"]
+__all__ = ["axes", "classroom_style", "plot_dendrogram", "save_figure"]
+
+# Font sizes readable on a classroom projector (matplotlib's defaults are for print).
+CLASSROOM = {
+    "font.size": 12,
+    "axes.titlesize": 13,
+    "axes.labelsize": 12,
+    "xtick.labelsize": 11,
+    "ytick.labelsize": 11,
+    "legend.fontsize": 10,
+    "figure.dpi": 100,
+}
+
+
+def classroom_style() -> None:
+    """Set matplotlib's font sizes for a projector (the notebooks call it once)."""
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(CLASSROOM)
 
 
 def axes(ax=None, size=(6, 3.5)):
@@ -40,7 +58,7 @@ def plot_dendrogram(partition: Partition, ax=None, labels=None, hide_virtual: bo
     -------
     matplotlib Axes
     """
-    ax = axes(ax, (max(4.0, 0.35 * partition.n_clients + 2), 3.5))
+    ax = axes(ax, (max(5.0, 0.6 * partition.n_clients + 2), 4.0))
     n = partition.n_clients
     if labels is None:
         labels = [str(i) for i in range(n)]
@@ -60,7 +78,7 @@ def plot_dendrogram(partition: Partition, ax=None, labels=None, hide_virtual: bo
             return f"C{group_of_cluster[cluster_id] % 10}"
         return "none" if hide_virtual else "0.75"
 
-    dendrogram(z, ax=ax, labels=list(labels), link_color_func=color)
+    dendrogram(z, ax=ax, labels=list(labels), link_color_func=color, leaf_rotation=45)
     if not hide_virtual:
         for line in ax.collections:
             line.set_linestyle(":")
@@ -70,6 +88,8 @@ def plot_dendrogram(partition: Partition, ax=None, labels=None, hide_virtual: bo
     ax.set_title(f"HCCT merges: {partition.n_groups} group(s)")
     ax.legend(loc="upper left", frameon=False)
     ax.set_yticks(np.round(ax.get_yticks(), 3))
+    for tick in ax.get_xticklabels():
+        tick.set_horizontalalignment("right")
     return ax
 
 
@@ -119,8 +139,9 @@ def plot_scheme_bars(results, task: str, schemes=None, ax=None):
 def plot_merge_steps(steps, axes=None, labels=None):
     """One benefit heatmap per step of :func:`hcct_lite.partition.merge_steps.merge_steps`.
 
-    The chosen pair is boxed; the last panel is where the algorithm stops (every
-    benefit <= 0). Returns the array of Axes.
+    Every cell is labelled with its benefit; the diagonal (a group with itself: no merge)
+    is grey; the chosen pair is boxed; the last panel is where the algorithm stops (every
+    benefit <= 0); one colour bar serves every panel. Returns the array of Axes.
     """
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
@@ -128,15 +149,20 @@ def plot_merge_steps(steps, axes=None, labels=None):
     if axes is None:
         cols = min(4, len(steps))
         rows = -(-len(steps) // cols)
-        _, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.0 * rows), squeeze=False)
+        _, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.4 * rows), squeeze=False)
     flat = np.asarray(axes).ravel()
+    cmap = plt.get_cmap("RdBu").with_extremes(bad="0.85")  # the diagonal (NaN): no merge
     finite = np.concatenate([s.benefits[np.isfinite(s.benefits)] for s in steps] + [[0.0]])
     lim = float(np.abs(finite).max()) or 1.0
     for k, (ax, step) in enumerate(zip(flat, steps, strict=False)):
         names = [",".join(map(str, g)) for g in step.groups] if labels is None else labels[k]
-        ax.imshow(step.benefits, cmap="RdBu", vmin=-lim, vmax=lim)
-        ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
-        ax.set_yticks(range(len(names)), names, fontsize=7)
+        image = ax.imshow(step.benefits, cmap=cmap, vmin=-lim, vmax=lim)
+        ax.set_xticks(range(len(names)), names, rotation=90, fontsize=8)
+        ax.set_yticks(range(len(names)), names, fontsize=8)
+        if len(names) <= 8:
+            for (r, c), v in np.ndenumerate(step.benefits):
+                if np.isfinite(v):
+                    ax.text(c, r, f"{v:.1f}", ha="center", va="center", fontsize=7)
         if step.chosen is None:
             ax.set_title(f"step {k + 1}: stop", fontsize=9)
         else:
@@ -146,6 +172,8 @@ def plot_merge_steps(steps, axes=None, labels=None):
             ax.set_title(f"step {k + 1}: merge, benefit {step.benefit:+.3f}", fontsize=9)
     for ax in flat[len(steps) :]:
         ax.axis("off")
+    cbar = plt.colorbar(image, ax=list(flat), shrink=0.8)
+    cbar.set_label("benefit of merging (blue: merge pays)")
     return axes
 
 
@@ -154,13 +182,16 @@ def plot_bound(own_size, divergence, lipschitz=1.0, mu=1.0, delta=0.1, max_size=
 
     Draws the sample-size term ``4 L^2 / (delta mu D_G)``, the divergence term, their sum
     for a group with that divergence, and the client alone (D_G = own size, divergence 0);
-    the shaded range of D_G is where joining lowers the bound. Returns the Axes.
+    the shaded range of D_G is where joining lowers the bound. A client's group holds at
+    least its own samples, so the axis starts at ``own_size``. Returns the Axes.
     """
     from ..theory import error_bound, sample_term
 
     ax = axes(ax, (6, 3.5))
+    if own_size <= 0:
+        raise ValueError(f"own_size must be > 0; got {own_size}")
     top = max_size or 20 * own_size
-    d = np.linspace(max(1.0, own_size / 4), top, 400)
+    d = np.linspace(own_size, top, 400)
     ax.plot(d, sample_term(d, lipschitz, mu, delta), label="sample-size term 4L²/(δμD)")
     ax.axhline(divergence, color="C1", ls=":", label="divergence term d₁")
     ax.plot(

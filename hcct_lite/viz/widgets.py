@@ -21,16 +21,35 @@ def _display(fig):
     plt.close(fig)
 
 
+def _alpha_text(alpha) -> str:
+    """``alpha`` for a title: a number, or a word such as ``"size"``, or "per client"."""
+    if isinstance(alpha, str):
+        return alpha
+    try:
+        return f"{float(alpha):g}"
+    except TypeError:
+        return "per client"
+
+
 def draw_partition(updates, sizes, alpha, labels=None):
-    """Partition at ``alpha`` and draw its dendrogram. Returns ``(figure, partition)``."""
+    """Partition at ``alpha`` and draw its dendrogram. Returns ``(figure, partition)``.
+
+    When no merge pays off (every client alone), the merges the algorithm refused are
+    drawn dotted, so the plot is never empty.
+    """
     import matplotlib.pyplot as plt
 
     from .plots import plot_dendrogram
 
     p = client_partition(updates, sizes, alpha=alpha)
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    plot_dendrogram(p, ax=ax, labels=labels)
-    ax.set_title(f"alpha = {alpha:g}: {p.n_groups} group(s) {p.groups}", fontsize=9)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    alone = p.n_groups == p.n_clients
+    plot_dendrogram(p, ax=ax, labels=labels, hide_virtual=not alone)
+    if alone:
+        title = f"alpha = {_alpha_text(alpha)}: no merge pays off, all alone (dotted: refused)"
+    else:
+        title = f"alpha = {_alpha_text(alpha)}: {p.n_groups} group(s) {p.groups}"
+    ax.set_title(title, fontsize=10)
     return fig, p
 
 
@@ -41,6 +60,7 @@ def partition_explorer(updates, sizes, labels=None, alpha_range=(-1.0, 4.0), alp
     def show(alpha):
         fig, p = draw_partition(updates, sizes, alpha, labels)
         _display(fig)
+        print(f"alpha = {alpha:g}: {p.n_groups} group(s) {p.groups}")  # readable as text too
         return p
 
     slider = w.FloatLogSlider(
@@ -59,10 +79,18 @@ def draw_bound(delta, divergence, own_size, group_size, lipschitz=1.0, mu=1.0):
     """Draw Theorem 1's bound and mark the chosen group.
 
     Returns ``(figure, join gain)``; a positive gain means joining a group of ``group_size`` samples
-    with that divergence lowers the client's bound.
+    with that divergence lowers the client's bound. The group includes the client, so
+    ``group_size >= own_size > 0``.
     """
     import matplotlib.pyplot as plt
 
+    if not own_size > 0:
+        raise ValueError(f"own_size must be > 0; got {own_size}")
+    if not group_size >= own_size:
+        raise ValueError(
+            f"group_size ({group_size}) must be >= own_size ({own_size}): the group includes "
+            "the client's own samples"
+        )
     from ..theory import error_bound
     from .plots import plot_bound
 
@@ -91,11 +119,15 @@ def draw_bound(delta, divergence, own_size, group_size, lipschitz=1.0, mu=1.0):
 
 
 def bound_explorer(own_size=100, group_size=400):
-    """Sliders for delta, the divergence and the two sample counts of :func:`draw_bound`."""
+    """Sliders for delta, the divergence and the sample counts of :func:`draw_bound`.
+
+    The second count is what the *other* members bring (D_G - D_i >= 0), so no setting
+    describes a group smaller than the client.
+    """
     import ipywidgets as w
 
-    def show(delta, divergence, own_size, group_size):
-        fig, gain = draw_bound(delta, divergence, own_size, group_size)
+    def show(delta, divergence, own_size, others):
+        fig, gain = draw_bound(delta, divergence, own_size, own_size + others)
         _display(fig)
         return gain
 
@@ -104,5 +136,7 @@ def bound_explorer(own_size=100, group_size=400):
         delta=w.FloatSlider(value=0.1, min=0.01, max=0.99, step=0.01, description="δ"),
         divergence=w.FloatSlider(value=0.1, min=0.0, max=1.0, step=0.01, description="divergence"),
         own_size=w.IntSlider(value=own_size, min=10, max=2000, step=10, description="D_i"),
-        group_size=w.IntSlider(value=group_size, min=10, max=5000, step=10, description="D_G"),
+        others=w.IntSlider(
+            value=max(0, group_size - own_size), min=0, max=5000, step=10, description="D_G − D_i"
+        ),
     )

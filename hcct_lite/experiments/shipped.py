@@ -1,0 +1,239 @@
+"""The notebooks' data in every mode: shipped result files, or runs recomputed now.
+
+Each function takes a :class:`~hcct_lite.experiments.modes.Mode`; in ``shipped`` mode it
+reads ``results/`` (see :func:`~hcct_lite.experiments.modes.results_dir`), otherwise it
+trains through the one engine with :func:`~hcct_lite.experiments.modes.task_settings`.
+The figure data of a shipped grid are computed from its run files with the same functions
+that summarise recomputed runs, so both modes draw the same quantities.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..training.config import SCHEMES
+from .modes import Mode, results_dir, task_settings
+from .motivating_example import PATTERNS, run_patterns
+from .paper_grids import TABLE1_NAMES, grid_jobs
+from .report_tables import by_scheme, load_grid
+from .results import read_results
+from .runner import Job, job_path, run_grid, run_jobs
+
+__all__ = [
+    "grid_progress",
+    "quick_jobs",
+    "grid_runs",
+    "common_seeds",
+    "motivating_results",
+    "table3_runs",
+    "domain_cosines",
+    "fig4_curves",
+    "fig5_errors",
+    "fixed_k_summary",
+    "best_epoch_means",
+    "worst_client",
+    "table3_claims",
+]
+
+
+def grid_progress(grid: str) -> str:
+    """``"<grid>: 22 of 45 runs shipped"``, for a notebook to say what is pending."""
+    done = len(load_grid(str(results_dir()), grid))
+    return f"{grid}: {done} of {len(grid_jobs([grid]))} runs shipped"
+
+
+def _quick_grid(grid, task, seed, variants) -> list:
+    settings, _ = task_settings(Mode("quick"), task)
+    return [Job(grid, f"{name}-seed{seed}", task, scheme, seed, {**settings, **kw})
+            for name, scheme, kw in variants]  # fmt: skip
+
+
+def quick_jobs(grid: str, seed: int = 0) -> list:
+    """Quick mode's small version of a figure grid of the paper, one seed.
+
+    Fig. 4: 6 clients, then 0, 1 or 2 join every 5 epochs; Fig. 5: alpha 1..1000 at train
+    ratios 0.1 and 0.5; Fig. 6: N = 6, K = 1, 2, 3, 6; Fig. 7: N = 3, 6, K = 1, 2, N;
+    the ablation: updates over parameters, and with batch-norm buffers.
+    """
+    if grid == "fig4-cifar10":
+        kw = dict(n_clients=12, initial_clients=6, join_every=5)
+        v = [(f"new{n}", "hcct", dict(kw, new_clients=n)) for n in (0, 1, 2)]
+        return _quick_grid(grid, "cifar10", seed, v)
+    if grid == "fig5-cifar10":
+        v = [(f"ratio{r}-alpha{a:g}", "hcct", {"alpha": a, "train_ratio": r})
+             for r in (0.1, 0.5) for a in (1.0, 10.0, 100.0, 1000.0)]  # fmt: skip
+        return _quick_grid(grid, "cifar10", seed, v)
+    if grid == "fig6-digit":
+        v = [(f"k{k}", "hcct", {"n_clients": 6, "fixed_groups": k}) for k in (1, 2, 3, 6)]
+        return _quick_grid(grid, "digit", seed, v)
+    if grid == "fig7-digit":
+        v = [(f"n{n}-k{k}", "hcct", {"n_clients": n, "fixed_groups": k})
+             for n in (3, 6) for k in sorted({1, 2, n})]  # fmt: skip
+        return _quick_grid(grid, "digit", seed, v)
+    if grid == "ablation-digit":
+        v = [(label, "hcct", {"update_includes_buffers": flag, "record_cosines": True})
+             for label, flag in (("parameters", False), ("buffers", True))]  # fmt: skip
+        return _quick_grid(grid, "digit", seed, v)
+    raise ValueError(f"no quick version of grid {grid!r}")
+
+
+def grid_runs(mode: Mode, grid: str, out_dir: str, workers: int = 2) -> list:
+    """A figure grid's runs: shipped files, its quick version, or the full grid recomputed.
+
+    Recomputed runs are cached in ``out_dir`` (a grid resumes) and run in ``workers``
+    processes of one torch thread each. Shipped mode may return fewer runs than planned:
+    see :func:`grid_progress`.
+    """
+    if not mode.recompute:
+        return load_grid(str(results_dir()), grid)
+    if mode.name == "quick":
+        jobs = quick_jobs(grid)
+    else:
+        jobs = [Job(j.grid, j.name, j.task, j.scheme, j.seed, {**j.overrides, "device": "auto"})
+                for j in grid_jobs([grid], seeds=mode.seeds[:3])]  # fmt: skip
+    run_jobs(jobs, out_dir, workers=workers, log=None, progress=False)
+    return read_results([job_path(out_dir, j) for j in jobs])
+
+
+def common_seeds(results: dict) -> list:
+    """The seeds every entry of ``results`` (name -> list of runs) has, sorted."""
+    sets = [{r["seed"] for r in rs} for rs in results.values()]
+    return sorted(set.intersection(*sets)) if sets else []
+
+
+def motivating_results(mode: Mode) -> dict:
+    """Table 1: pattern -> list of result dicts, every pattern over the same seeds.
+
+    Shipped mode keeps only the seeds every pattern has run, so patterns are compared
+    like with like; quick and full modes train every pattern for ``mode.seeds``.
+    """
+    if mode.recompute:
+        settings, _ = task_settings(mode, "motivating")
+        return run_patterns(seeds=mode.seeds, log=None, **settings)
+    runs = load_grid(str(results_dir()), "table1-motivating")
+    out = {pattern: [] for pattern in PATTERNS}
+    for r in runs:
+        name = TABLE1_NAMES.get(r["name"].rsplit("-seed", 1)[0])
+        if name is not None:
+            out[name].append(r)
+    if not all(out.values()):
+        missing = [k for k, v in out.items() if not v]
+        raise FileNotFoundError(f"no shipped runs of the pattern(s) {missing} in results/")
+    seeds = set(common_seeds(out))
+    return {k: sorted((r for r in v if r["seed"] in seeds), key=lambda r: r["seed"])
+            for k, v in out.items()}  # fmt: skip
+
+
+def table3_runs(mode: Mode, task: str, out_dir: str, schemes=SCHEMES, workers: int = 2) -> list:
+    """Table 3's runs of ``task``: shipped files, or every scheme trained for ``mode.seeds``.
+
+    ``out_dir`` caches recomputed runs (resumable); shipped runs are read from
+    ``results/table3-<task>``.
+    """
+    if not mode.recompute:
+        return load_grid(str(results_dir()), f"table3-{task}")
+    settings, _ = task_settings(mode, task)
+    return run_grid(task, list(schemes), list(mode.seeds), out_dir, progress=False, log=None,
+                    workers=workers, **settings)  # fmt: skip
+
+
+def domain_cosines(cosines, domains) -> tuple:
+    """Mean update cosine between clients of the same domain, and of different domains.
+
+    Parameters
+    ----------
+    cosines : array (N, N), the clients' pairwise update cosines
+    domains : sequence (N,), each client's domain
+
+    Returns
+    -------
+    (same, other) : floats; ``same`` is NaN when no two clients share a domain
+    """
+    cos = np.asarray(cosines, dtype=np.float64)
+    dom = np.asarray(domains)
+    if cos.shape != (len(dom), len(dom)):
+        raise ValueError(f"cosines has shape {cos.shape}; expected ({len(dom)}, {len(dom)})")
+    same = dom[:, None] == dom[None, :]
+    off = ~np.eye(len(dom), dtype=bool)
+    pick = cos[same & off]
+    return (float(pick.mean()) if pick.size else float("nan")), float(cos[~same].mean())
+
+
+def fig4_curves(runs) -> dict:
+    """Fig. 4 from run files: ``"<n> new per <k> epochs" -> (epochs,)`` seed-mean error."""
+    by = {}
+    for r in runs:
+        c = r["config"]
+        key = f"{c['new_clients']} new per {c['join_every']} epochs"
+        by.setdefault(key, []).append([h["mean_test_error"] for h in r["history"]])
+    return {k: np.mean(v, axis=0).tolist() for k, v in sorted(by.items())}
+
+
+def fig5_errors(runs) -> dict:
+    """Fig. 5 from run files: ``(train_ratio, alpha) -> final mean error`` over seeds."""
+    by = {}
+    for r in runs:
+        c = r["config"]
+        by.setdefault((c["train_ratio"], c["alpha"]), []).append(r["final"]["mean"])
+    return {k: float(np.mean(v)) for k, v in sorted(by.items())}
+
+
+def fixed_k_summary(runs) -> dict:
+    """Figs. 6/7 from run files: ``N -> (ks, errors, utilities)``, seed means, K ascending."""
+    by = {}
+    for r in runs:
+        c = r["config"]
+        utility = [h["total_utility"] for h in r["history"] if "total_utility" in h][-1]
+        entry = by.setdefault(c["n_clients"], {}).setdefault(c["fixed_groups"], [])
+        entry.append((r["final"]["mean"], utility))
+    out = {}
+    for n, ks in sorted(by.items()):
+        order = sorted(ks)
+        means = [np.mean(ks[k], axis=0) for k in order]
+        out[n] = (order, [float(m[0]) for m in means], [float(m[1]) for m in means])
+    return out
+
+
+def best_epoch_means(runs) -> dict:
+    """``scheme -> `` mean over seeds of the best-epoch mean error (the paper's protocol)."""
+    return {s: v[1][0] for s, v in by_scheme(runs).items()}
+
+
+def worst_client(runs, scheme: str) -> float:
+    """The worst client's final error under ``scheme``, averaged over seeds."""
+    return float(np.mean([r["final"]["max"] for r in runs if r["scheme"] == scheme]))
+
+
+def table3_claims(runs, task: str) -> dict:
+    """The notebook's claims about one task's Table 3 column, each True or False.
+
+    Parameters
+    ----------
+    runs : list of result dicts of ``task`` (every scheme, any seeds)
+    task : ``"fmnist"``, ``"digit"``, ``"cifar10"`` or ``"rotated-digits"``
+    """
+    m = best_epoch_means(runs)
+    if task == "fmnist":
+        return {
+            "FMNIST: HCCT within 2 points of Global": abs(m["hcct"] - m["global"]) < 2,
+            "FMNIST: HCCT over 10 points below Independent": m["independent"] - m["hcct"] > 10,
+            "FMNIST: MAXFL within 2 points of Global": abs(m["maxfl"] - m["global"]) < 2,
+        }
+    if task == "digit":
+        gap = abs(worst_client(runs, "hcct") - worst_client(runs, "independent"))
+        return {
+            "Digit: HCCT within 0.5 points of Independent": abs(m["hcct"] - m["independent"]) < 0.5,
+            "Digit: Global below HCCT (the paper: HCCT best)": m["global"] < m["hcct"],
+            "Digit: HCCT's worst client within 0.5 points of Independent's": gap < 0.5,
+        }
+    if task == "cifar10":
+        return {
+            "CIFAR-10: HCCT within 1 point of Independent": abs(m["hcct"] - m["independent"]) < 1,
+            "CIFAR-10: Global over 5 points above HCCT": m["global"] - m["hcct"] > 5,
+        }
+    if task == "rotated-digits":
+        return {
+            "rotated digits: HCCT below Independent and Global": m["hcct"]
+            < min(m["independent"], m["global"]),
+        }
+    raise ValueError(f"no claims for task {task!r}")

@@ -1,0 +1,69 @@
+"""``make book``: the notebooks as static pages with offline maths, checked in a browser."""
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+
+from build_book import build  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    return out, build(out)
+
+
+def test_book_has_every_notebook_and_no_cdn(site):
+    out, pages = site
+    assert [p.name for p in pages] == [
+        "01_motivating_example.html",
+        "02_generalization_bound.html",
+        "03_greedy_merges.html",
+        "04_experiments.html",
+    ]
+    assert (out / "mathjax" / "MathJax.js").is_file()
+    for page in pages:
+        text = page.read_text()
+        assert "mathjax/MathJax.js?config=" in text and "cdnjs" not in text.split("mermaid")[0]
+        assert '<script src="https://' not in text
+        assert "data:image/png;base64" in text  # figures inline
+    assert all(p.name in (out / "index.html").read_text() for p in pages)
+
+
+@pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason="needs chromium and chromedriver")
+def test_book_page_typesets_maths_and_loads_figures_in_a_browser(site):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    out, _ = site
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    try:
+        driver.get((out / "02_generalization_bound.html").as_uri())
+        WebDriverWait(driver, 180).until(
+            lambda d: d.execute_script(
+                "return !!(window.MathJax && MathJax.Hub && MathJax.Hub.queue"
+                " && MathJax.Hub.queue.pending === 0 && MathJax.Hub.queue.running === 0"
+                " && document.querySelectorAll('.MathJax').length > 0);"
+            )
+        )
+        typeset = driver.execute_script("return document.querySelectorAll('.MathJax').length;")
+        assert typeset > 10
+        assert "$$" not in driver.execute_script("return document.body.innerText;")
+        images = driver.execute_script(
+            "return [...document.images].map(i => i.complete && i.naturalWidth > 0);"
+        )
+        assert len(images) >= 3 and all(images)
+    finally:
+        driver.quit()
