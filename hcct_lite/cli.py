@@ -130,6 +130,26 @@ def _reproduce(args) -> int:
     return 0
 
 
+def _report_run(label: str, r: dict) -> int:
+    """Print one run's outcome; 0 if it completed, 1 (with the reason) if it stopped."""
+    for rej in r.get("rejected", []):
+        print(f"rejected: epoch {rej['epoch']}, client {rej['client']}: {rej['reason']}")
+    status = r.get("status", {"state": "complete"})
+    if status["state"] != "complete":
+        print(
+            f"hcct-lite: error: {label} stopped in epoch {status['epoch']}: {status['reason']} "
+            "(the partial result is in the JSON)",
+            file=sys.stderr,
+        )
+        return 1
+    f = r["final"]
+    print(
+        f"{label}: mean test error {f['mean']:.2f}% (std {f['std']:.2f}, min {f['min']:.2f}, "
+        f"max {f['max']:.2f}); final groups {r['history'][-1]['groups']}"
+    )
+    return 0
+
+
 def main(argv=None) -> int:
     """Run the command line; return the exit status (2 with one line on bad input)."""
     args = build_parser().parse_args(argv)
@@ -145,6 +165,12 @@ def main(argv=None) -> int:
             from .training.config import parse_partition
 
             overrides["partition"] = parse_partition(args.partition)
+        from .experiments.results import check_writable
+
+        if getattr(args, "json", None):
+            check_writable(args.json, what="--json")
+        if args.command == "compare":
+            check_writable(args.out, folder=True, what="--out")
         if args.command == "flower-sim":
             from .training.config import make_config
 
@@ -156,24 +182,14 @@ def main(argv=None) -> int:
                 ) from None
             cfg = make_config(args.task, args.scheme, args.seed, **overrides)
             r = run_flower_simulation(cfg, args.json)
-            print(
-                f"{args.task} / {args.scheme} / seed {args.seed} on Flower: mean test error "
-                f"{r['final']['mean']:.2f}%; final groups {r['history'][-1]['groups']}"
-            )
-            return 0
+            return _report_run(f"{args.task} / {args.scheme} / seed {args.seed} on Flower", r)
         if args.command == "run":
             from .experiments.runner import run_one
 
             r = run_one(
                 args.task, args.scheme, args.seed, args.json, progress=not args.quiet, **overrides
             )
-            f = r["final"]
-            print(
-                f"{args.task} / {args.scheme} / seed {args.seed}: mean test error "
-                f"{f['mean']:.2f}% (std {f['std']:.2f}, min {f['min']:.2f}, max {f['max']:.2f})"
-                f"; final groups {r['history'][-1]['groups']}"
-            )
-            return 0
+            return _report_run(f"{args.task} / {args.scheme} / seed {args.seed}", r)
         from .experiments.runner import run_grid, save_tables
 
         schemes = list(SCHEMES) if args.schemes == ["all"] else args.schemes
@@ -188,7 +204,7 @@ def main(argv=None) -> int:
         )
         print(save_tables(results, schemes, [args.task], args.out))
         return 0
-    except (ValueError, DataNotFoundError) as err:
+    except (ValueError, RuntimeError, DataNotFoundError) as err:
         print(f"hcct-lite: error: {err}", file=sys.stderr)
         return 2
 

@@ -37,6 +37,27 @@ def write_json(path: str, obj) -> None:
         raise
 
 
+def check_writable(path: str, folder: bool = False, what: str = "--json") -> None:
+    """Raise ``ValueError`` naming ``what`` unless results can be written at ``path``.
+
+    Called before any training, so a bad output path never costs a finished run.
+    ``folder``: ``path`` is a folder to write files into (created if needed); otherwise a
+    file (not an existing folder) whose parent folder is created if needed.
+    """
+    target = os.path.abspath(path)
+    if folder and os.path.isfile(target):
+        raise ValueError(f"{what} {path}: is a file, not a folder")
+    if not folder and os.path.isdir(target):
+        raise ValueError(f"{what} {path}: is a folder; give a file name such as out.json")
+    parent = target if folder else os.path.dirname(target)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=".check-"):
+            pass
+    except OSError as err:
+        raise ValueError(f"{what} {path}: cannot write there ({err.strerror or err})") from None
+
+
 def read_results(paths) -> list:
     """Load result JSON files, in order."""
     out = []

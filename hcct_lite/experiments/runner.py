@@ -20,6 +20,7 @@ __all__ = [
     "save_tables",
     "first_updates",
     "code_fingerprint",
+    "stale_reason",
 ]
 
 
@@ -221,6 +222,34 @@ def _serial(args, threads=1) -> object:
         torch.set_num_threads(before)
 
 
+# settings that do not change what a run computes (where it ran, where data came from)
+_NOT_COMPARED = ("device", "data_root", "download")
+
+
+def stale_reason(path: str, cfg) -> str | None:
+    """Why the result at ``path`` cannot stand for ``cfg``: None if it can be reused.
+
+    ``"missing"``; an unreadable file (named); or the first setting whose stored value
+    differs from ``cfg``'s (the device and data location are not compared).
+    """
+    import json
+
+    if not os.path.exists(path):
+        return "missing"
+    try:
+        with open(path) as f:
+            stored = json.load(f)["config"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return f"unreadable ({type(err).__name__}: {err})"
+    if not isinstance(stored, dict):
+        return f"unreadable (its config is a {type(stored).__name__})"
+    want = cfg.to_dict()
+    for key in sorted(set(want) | set(stored)):
+        if key not in _NOT_COMPARED and stored.get(key) != want.get(key):
+            return f"its {key} is {stored.get(key)!r}, the grid asks for {want.get(key)!r}"
+    return None
+
+
 def _run_job(args) -> tuple:
     """One run, one atomically written JSON; ``device`` None keeps the job's own."""
     job, out_dir, device = args
@@ -230,6 +259,9 @@ def _run_job(args) -> tuple:
         result = _slim(run_experiment(cfg, progress=False))
     except Exception as err:  # one failed run must not end a grid of hundreds
         return job, None, f"{type(err).__name__}: {err}"
+    status = result.get("status", {"state": "complete"})
+    if status["state"] != "complete":  # not written: a grid reruns it
+        return job, None, f"stopped in epoch {status['epoch']}: {status['reason']}"
     result.update(grid=job.grid, name=job.name, provenance=provenance(cfg.device))
     write_json(job_path(out_dir, job), result)
     return job, result["final"]["mean"], result["seconds"]
@@ -256,9 +288,14 @@ def run_jobs(
         make_config(job.task, job.scheme, job.seed, **kw)
     todo = []
     for j in jobs:
-        if os.path.exists(job_path(out_dir, j)):
-            log(f"skip {os.path.join(j.grid, j.name)}.json (exists)".lstrip("/"))
+        path = job_path(out_dir, j)
+        why = stale_reason(path, make_config(j.task, j.scheme, j.seed, **j.overrides))
+        name = os.path.join(j.grid, j.name).lstrip("/")
+        if why is None:
+            log(f"skip {name}.json (done, same settings)")
         else:
+            if why != "missing":
+                log(f"rerun {name}.json: {why}")
             todo.append(j)
     args = [(j, out_dir, device) for j in todo]
     pool = None

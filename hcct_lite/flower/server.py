@@ -10,6 +10,7 @@ is left out of that epoch: it keeps its last model and sits out the next partiti
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
@@ -21,9 +22,12 @@ from ..experiments.results import write_json
 from ..training.engine import run_experiment
 from ..training.local import LocalResult, update_of
 from ..training.models import build_model
+from ..training.replies import Rejected
 from .common import config_from_run_config, config_to_text, from_record, to_record
 
 __all__ = ["FlowerBackend", "make_server_app", "app"]
+
+log = logging.getLogger("hcct_lite")
 
 
 class FlowerBackend:
@@ -61,9 +65,16 @@ class FlowerBackend:
         replies = self._round({n: RecordDict() for n in nodes}, "query")
         node_of, sizes = {}, {}
         for node, reply in replies.items():
-            info = reply.content["info"]
-            i = int(info["partition-id"])
-            node_of[i], sizes[i] = node, int(info["num-examples"])
+            i, size = _enrolment(reply, self.cfg.n_clients)
+            if i is None:
+                log.warning("node %s not enrolled: %s", node, size)
+                continue
+            if i in node_of:
+                raise RuntimeError(
+                    f"nodes {node_of[i]} and {node} both claim partition {i}: refusing to guess "
+                    "which one is the silo"
+                )
+            node_of[i], sizes[i] = node, size
         missing = sorted(set(range(self.cfg.n_clients)) - set(node_of))
         if missing:
             raise RuntimeError(
@@ -102,16 +113,21 @@ class FlowerBackend:
         replies = self._round(contents, "train", f"epoch-{epoch}")
         out = {}
         for node, reply in replies.items():
-            i = self.client_of[node]
-            state = from_record(reply.content["model"])
-            m = reply.content["metrics"]
-            out[i] = LocalResult(
-                state,
-                update_of(starts[i], state, lr, self.update_names),
-                int(m["num-examples"]),
-                float(m["train-loss"]),
-                float(m["train-acc"]),
-            )
+            i = self.client_of.get(node)
+            if i not in starts:
+                continue  # not asked: ignore
+            try:  # a silo's reply is input: the engine's ReplyScreen judges what parses
+                state = from_record(reply.content["model"])
+                m = reply.content["metrics"]
+                out[i] = LocalResult(
+                    state,
+                    update_of(starts[i], state, lr, self.update_names),
+                    float(m["num-examples"]),
+                    float(m["train-loss"]),
+                    float(m["train-acc"]),
+                )
+            except Exception as err:  # noqa: BLE001 - any malformed reply
+                out[i] = Rejected(f"unreadable training reply: {type(err).__name__}: {err}")
         return out
 
     def _evaluate(self, states: dict, split: str) -> dict:
@@ -128,17 +144,41 @@ class FlowerBackend:
 
     @override
     def evaluate(self, states: dict) -> dict:
-        return {i: float(m["error"]) for i, m in self._evaluate(states, "test").items()}
+        out = {}
+        for i, m in self._evaluate(states, "test").items():
+            try:
+                out[i] = float(m["error"])
+            except Exception as err:  # noqa: BLE001 - any malformed reply
+                out[i] = Rejected(f"unreadable evaluation reply: {type(err).__name__}: {err}")
+        return out
 
     def probe(self, i: int, state: dict):
         """Evaluate ``state`` on client i's training data: ``(loss, accuracy in [0, 1])``.
 
-        ``None`` when the client does not answer (the scheme leaves it out of the epoch).
+        ``None`` when the client does not answer (the scheme leaves it out of the epoch);
+        a :class:`Rejected` when its answer cannot be read.
         """
         m = self._evaluate({i: state}, "train").get(i)
         if m is None:
             return None
-        return float(m["loss"]), 1.0 - float(m["error"]) / 100.0
+        try:
+            return float(m["loss"]), 1.0 - float(m["error"]) / 100.0
+        except Exception as err:  # noqa: BLE001 - any malformed reply
+            return Rejected(f"unreadable probe reply: {type(err).__name__}: {err}")
+
+
+def _enrolment(reply, n_clients: int) -> tuple:
+    """``(partition id, samples)`` a node declares, or ``(None, why not)``."""
+    try:
+        info = reply.content["info"]
+        i, size = float(info["partition-id"]), float(info["num-examples"])
+    except Exception as err:  # noqa: BLE001 - any malformed reply
+        return None, f"unreadable enrolment ({type(err).__name__}: {err})"
+    if not (i.is_integer() and 0 <= i < n_clients):
+        return None, f"partition-id {i:g} is not in 0..{n_clients - 1}"
+    if not (size.is_integer() and size >= 1):
+        return None, f"num-examples {size:g} is not a positive integer"
+    return int(i), int(size)
 
 
 def make_server_app(cfg=None, json_path=None, round_timeout=None) -> ServerApp:

@@ -99,12 +99,15 @@ def validate_config(cfg: RunConfig) -> None:
         if not ok:
             raise ValueError(what)
 
-    need(isinstance(cfg.seed, int) and cfg.seed >= 0, f"seed must be an int >= 0; got {cfg.seed}")
+    need(
+        isinstance(cfg.seed, int) and 0 <= cfg.seed < 2**32,
+        f"seed must be an int in [0, 2**32); got {cfg.seed}",
+    )
     need(cfg.epochs >= 1, f"epochs must be >= 1; got {cfg.epochs}")
     need(np.isfinite(cfg.alpha) and cfg.alpha >= 0, f"alpha must be >= 0; got {cfg.alpha}")
     need(cfg.local_epochs >= 1, f"local_epochs must be >= 1; got {cfg.local_epochs}")
     need(cfg.batch_size >= 1, f"batch_size must be >= 1; got {cfg.batch_size}")
-    need(cfg.lr > 0, f"lr must be > 0; got {cfg.lr}")
+    need(np.isfinite(cfg.lr) and cfg.lr > 0, f"lr must be a finite number > 0; got {cfg.lr}")
     need(0 < cfg.lr_decay <= 1, f"lr_decay must be in (0, 1]; got {cfg.lr_decay}")
     need(0 < cfg.train_ratio < 1, f"train_ratio must be in (0, 1); got {cfg.train_ratio}")
     need(cfg.n_clients >= 1, f"n_clients must be >= 1; got {cfg.n_clients}")

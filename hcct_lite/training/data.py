@@ -15,6 +15,7 @@ in ``HCCT_DATA_DIR`` (see ``docs/data.md`` for where to get them). scikit-learn'
 from __future__ import annotations
 
 import os
+import zipfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,12 +116,26 @@ def _from_arrays(name, x, y, split) -> ImageSet:
 
 
 def _load_npz(name, path) -> ImageSet:
-    with np.load(path) as d:
-        missing = {"x", "y"} - set(d.files)
-        if missing:
-            raise ValueError(f"{path}: missing arrays {sorted(missing)}")
-        split = d["official_split"] if "official_split" in d.files else np.full(len(d["y"]), 2)
-        return _from_arrays(name, d["x"], d["y"], split)
+    with open(path, "rb") as f:
+        if f.read(2) != b"PK":  # an .npz is a zip archive
+            raise ValueError(
+                f"{path}: the {name} data file is not an .npz archive (it is not a zip file); "
+                "replace it with a fresh copy"
+            )
+    try:
+        with np.load(path, allow_pickle=False) as d:
+            missing = {"x", "y"} - set(d.files)
+            if missing:
+                raise ValueError(f"{path}: missing arrays {sorted(missing)}")
+            split = d["official_split"] if "official_split" in d.files else np.full(len(d["y"]), 2)
+            return _from_arrays(name, d["x"], d["y"], split)
+    except (OSError, EOFError, zipfile.BadZipFile, ValueError) as err:
+        if str(err).startswith(str(path)):
+            raise
+        raise ValueError(
+            f"{path}: the {name} data file is corrupt or not an .npz archive "
+            f"({type(err).__name__}: {err}); replace it with a fresh copy"
+        ) from None
 
 
 def _load_digits() -> ImageSet:

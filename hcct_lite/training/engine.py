@@ -21,6 +21,7 @@ from ..schemes.registry import make_scheme
 from .config import RunConfig, arrival_epochs
 from .local import SGDTrainer, clone_state, evaluate, seed_global_stream
 from .models import build_model, head_names
+from .replies import ReplyScreen
 from .tasks import build_clients
 
 __all__ = ["Backend", "LocalBackend", "run_experiment", "resolve_device", "init_model"]
@@ -164,23 +165,28 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         backend = LocalBackend(
             cfg, build_clients(cfg) if clients is None else clients, model, device
         )
+    screen = ReplyScreen(backend.sizes)
     server = ServerView(
         sizes=np.asarray(backend.sizes, dtype=np.int64),
         init_state=clone_state(model.state_dict()),
         head=head_names(model),
         trainable=[k for k, _ in model.named_parameters()],
-        probe=backend.probe,
+        probe=screen.probe(backend.probe),
         fresh_state=lambda k: clone_state(init_model(cfg, k, device).state_dict()),
         train=backend.train,
     )
     scheme = make_scheme(cfg.scheme, cfg)
     scheme.setup(server)
     arrive = arrival_epochs(cfg)
-    history, missing = [], set()
+    history, missing, status = [], set(), {"state": "complete"}
     bar = _progress_bar(cfg) if progress else None
     for t in range(cfg.epochs):
-        entry, missing = run_epoch(t, cfg, scheme, server, backend, arrive, missing)
+        screen.epoch = t
+        entry, missing = run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen)
         history.append(entry)
+        if entry["mean_test_error"] is None:  # nobody answered: stop, keep what we have
+            status = {"state": "stopped", "epoch": t, "reason": "no client answered"}
+            break
         if bar is not None:
             bar.update(1)
             if entry["mean_test_error"] is not None:
@@ -196,6 +202,8 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         "domains": list(backend.domains),
         "history": history,
         "final": summarize(history),
+        "status": status,
+        "rejected": screen.rejected,
         "seconds": time.perf_counter() - t0,
     }
 
@@ -208,13 +216,15 @@ def _progress_bar(cfg):
     return tqdm(total=cfg.epochs, desc=desc, leave=False, disable=None)
 
 
-def run_epoch(t, cfg, scheme, server, backend, arrive, missing) -> tuple:
+def run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen=None) -> tuple:
     """One epoch of Algorithm 1: plan, local training, aggregation, evaluation.
 
     ``missing`` (clients that did not answer last epoch) sit out the partition. Clients
-    that do not answer now are dropped from the plan once, here, for every scheme; they
-    keep their model. Returns the epoch's history entry and the clients missing now.
+    that do not answer now, or whose reply ``screen`` (a :class:`ReplyScreen`) rejects, are
+    dropped from the plan once, here, for every scheme; they keep their model. Returns the
+    epoch's history entry and the clients missing now.
     """
+    screen = screen or ReplyScreen(server.sizes)
     t_epoch = time.perf_counter()
     server.active = [i for i in range(cfg.n_clients) if arrive[i] <= t]
     server.new = {i for i in server.active if arrive[i] == t}
@@ -223,13 +233,15 @@ def run_epoch(t, cfg, scheme, server, backend, arrive, missing) -> tuple:
         server.states[i] = server.init_state
     lr = cfg.lr * cfg.lr_decay**t
     plan = scheme.plan(t, server)
-    results = backend.train(plan.start, lr, t)
-    # missing: planned but silent, or left out of the plan for not answering a probe
+    results = screen.train(backend.train(plan.start, lr, t), plan.start)
+    # missing: planned but silent or rejected, or left out of the plan for a probe
     missing = set(server.active) - set(results)
     plan = plan.without(missing)
     server.updates.update({i: r.update for i, r in results.items()})
     server.states.update(scheme.aggregate(t, server, plan, results))
-    tested = backend.evaluate({i: server.states[i] for i in server.active if i not in missing})
+    tested = screen.errors(
+        backend.evaluate({i: server.states[i] for i in server.active if i not in missing})
+    )
     entry = history_entry(t, lr, server.active, plan, results, tested, missing)
     if cfg.record_cosines:  # pairwise cosines of this epoch's updates, clients sorted
         ids = sorted(results)
@@ -263,7 +275,11 @@ def summarize(history) -> dict:
     The last epoch's errors over clients, and each client's best epoch (selected on its
     test split, as the authors' code reports).
     """
-    last = [e for e in history[-1]["client_test_error"] if e is not None]
+    answered = [h for h in history if any(e is not None for e in h["client_test_error"])]
+    if not answered:
+        return {"client_test_error": [], "mean": None, "std": None, "min": None, "max": None}
+    # the last epoch in which anyone answered (a stopped run's last epoch may have none)
+    last = [e for e in answered[-1]["client_test_error"] if e is not None]
     final = _summary(last)
     best = []
     for i in range(len(history[-1]["client_test_error"])):

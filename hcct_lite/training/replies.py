@@ -1,0 +1,150 @@
+"""Every client reply is checked here, once, before the engine uses it.
+
+A silo's reply is input: a broken or malicious one must neither crash the run nor enter an
+aggregate. :class:`ReplyScreen` checks what a backend returns (trained states, reported
+sample counts and metrics, test errors, probe results) against what the server sent and
+what the silo declared at enrolment. A bad reply makes that client *missing* for the
+epoch; the reason is logged and kept for the result JSON's ``rejected`` list.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["Rejected", "ReplyScreen", "state_problem", "train_problem"]
+
+log = logging.getLogger("hcct_lite")
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A reply a backend could not even read (it stands in for the client's result)."""
+
+    reason: str
+
+
+def _finite(x) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def state_problem(state, reference: Mapping) -> str | None:
+    """Why ``state`` cannot stand for ``reference`` (same keys, shapes, dtypes, finite), or None."""
+    if not isinstance(state, Mapping):
+        return f"model is a {type(state).__name__}, not a mapping of tensors"
+    missing, extra = set(reference) - set(state), set(state) - set(reference)
+    if missing or extra:
+        return f"model keys differ: missing {sorted(missing)[:3]}, unexpected {sorted(extra)[:3]}"
+    for name, ref in reference.items():
+        value = state[name]
+        if not torch.is_tensor(value):
+            return f"{name} is a {type(value).__name__}, not a tensor"
+        if value.shape != ref.shape or value.dtype != ref.dtype:
+            return (
+                f"{name} is {value.dtype} {tuple(value.shape)}; expected {ref.dtype} "
+                f"{tuple(ref.shape)}"
+            )
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            return f"{name} has non-finite values"
+    return None
+
+
+def train_problem(result, start: Mapping, declared: int) -> str | None:
+    """Why a training reply is unusable, or None; ``declared`` is the silo's enrolled D_i."""
+    if isinstance(result, Rejected):
+        return result.reason
+    problem = state_problem(result.state, start)
+    if problem:
+        return problem
+    if any(not bool(torch.isfinite(u).all()) for u in result.update.values()):
+        return "update has non-finite values"
+    n = result.n_samples
+    try:
+        count_ok = not isinstance(n, bool) and float(n).is_integer() and 1 <= n <= declared
+    except (TypeError, ValueError):
+        count_ok = False
+    if not count_ok:
+        return f"reported {n!r} samples; expected an integer in 1..{declared} (enrolled)"
+    if not _finite(result.train_loss) or result.train_loss < 0:
+        return f"training loss {result.train_loss} is not a finite number >= 0"
+    if not _finite(result.train_acc) or not 0.0 <= result.train_acc <= 1.0:
+        return f"training accuracy {result.train_acc} is not in [0, 1]"
+    return None
+
+
+class ReplyScreen:
+    """Checks a run's replies and keeps the rejections.
+
+    Parameters
+    ----------
+    sizes : (N,) samples each silo declared at enrolment
+
+    Attributes
+    ----------
+    rejected : list of ``{"client", "epoch", "reason"}``, in the order they happened
+    epoch : the epoch being screened (the engine sets it)
+    """
+
+    def __init__(self, sizes):
+        self.sizes = [int(s) for s in sizes]
+        self.rejected, self.epoch = [], 0
+
+    def reject(self, client: int, reason: str) -> None:
+        """Record (and log) that ``client``'s reply in this epoch was refused."""
+        self.rejected.append({"client": int(client), "epoch": self.epoch, "reason": reason})
+        log.warning("epoch %d: reply of client %d rejected: %s", self.epoch, client, reason)
+
+    def train(self, results: dict, starts: dict) -> dict:
+        """The training replies that are usable; the others are rejected (client missing)."""
+        ok = {}
+        for i, r in results.items():
+            if i not in starts:
+                self.reject(i, "answered a training request it was not sent")
+                continue
+            problem = train_problem(r, starts[i], self.sizes[i])
+            if problem:
+                self.reject(i, problem)
+            else:
+                ok[i] = r
+        return ok
+
+    def errors(self, tested: dict) -> dict:
+        """Test errors (in %) that are finite and in [0, 100]; the others are rejected."""
+        ok = {}
+        for i, e in tested.items():
+            if isinstance(e, Rejected):
+                self.reject(i, e.reason)
+            elif _finite(e) and 0.0 <= float(e) <= 100.0:
+                ok[i] = float(e)
+            else:
+                self.reject(i, f"test error {e!r} is not a number in [0, 100]")
+        return ok
+
+    def probe(self, probe):
+        """Wrap ``probe(i, state)``: a bad answer counts as no answer (None)."""
+
+        def checked(i, state):
+            answer = probe(i, state)
+            if answer is None:
+                return None
+            if isinstance(answer, Rejected):
+                self.reject(i, answer.reason)
+                return None
+            try:
+                loss, acc = answer
+            except (TypeError, ValueError):
+                self.reject(i, f"probe answer {answer!r} is not (loss, accuracy)")
+                return None
+            if not _finite(loss) or loss < 0 or not _finite(acc) or not 0.0 <= acc <= 1.0:
+                self.reject(i, f"probe answer ({loss!r}, {acc!r}) is out of range")
+                return None
+            return float(loss), float(acc)
+
+        return checked

@@ -1,0 +1,207 @@
+"""A silo's reply is input: bad replies are rejected, recorded, and never crash or aggregate."""
+
+import dataclasses
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from hcct_lite.training.config import SCHEMES, make_config
+from hcct_lite.training.engine import LocalBackend, init_model, run_experiment
+from hcct_lite.training.local import LocalResult
+from hcct_lite.training.replies import Rejected, ReplyScreen, train_problem
+from hcct_lite.training.tasks import build_clients
+
+START = {"w": torch.zeros(2, 3), "b": torch.zeros(3), "n": torch.tensor(4)}
+
+
+def _good(**kw):
+    state = {"w": torch.ones(2, 3), "b": torch.ones(3), "n": torch.tensor(5)}
+    base = LocalResult(state, {"w": torch.ones(2, 3), "b": torch.ones(3)}, 40, 0.5, 0.9)
+    return dataclasses.replace(base, **kw)
+
+
+BAD = {
+    "nan weights": _good(state={**_good().state, "w": torch.full((2, 3), math.nan)}),
+    "huge weights": _good(state={**_good().state, "b": torch.full((3,), math.inf)}),
+    "wrong shape": _good(state={**_good().state, "w": torch.ones(1)}),
+    "wrong dtype": _good(state={**_good().state, "n": torch.tensor(5.0)}),
+    "missing key": _good(state={"w": torch.ones(2, 3), "n": torch.tensor(5)}),
+    "extra key": _good(state={**_good().state, "x": torch.ones(1)}),
+    "no model": _good(state=None),
+    "not a tensor": _good(state={**_good().state, "b": [1.0, 1.0, 1.0]}),
+    "nan update": _good(update={"w": torch.full((2, 3), math.nan)}),
+    "10^12 samples": _good(n_samples=10**12),
+    "zero samples": _good(n_samples=0),
+    "negative samples": _good(n_samples=-5),
+    "fractional samples": _good(n_samples=2.5),
+    "text samples": _good(n_samples="many"),
+    "nan loss": _good(train_loss=math.nan),
+    "negative loss": _good(train_loss=-1.0),
+    "accuracy 1.5": _good(train_acc=1.5),
+    "unreadable": Rejected("unreadable training reply: KeyError: 'model'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_bad_training_reply_is_rejected_with_a_reason(case):
+    screen = ReplyScreen(sizes=[50, 50])
+    screen.epoch = 3
+    ok = screen.train({0: _good(), 1: BAD[case]}, {0: START, 1: START})
+    assert list(ok) == [0]
+    ((rej,),) = [screen.rejected]
+    assert rej["client"] == 1 and rej["epoch"] == 3 and rej["reason"]
+    assert train_problem(_good(), START, 50) is None
+
+
+def test_a_reply_nobody_asked_for_is_rejected():
+    screen = ReplyScreen(sizes=[50, 50])
+    assert screen.train({1: _good()}, {0: START}) == {}
+    assert "not sent" in screen.rejected[0]["reason"]
+
+
+def test_errors_and_probes_out_of_range_are_rejected():
+    screen = ReplyScreen(sizes=[10] * 6)
+    tested = {0: 12.5, 1: -50.0, 2: 150.0, 3: math.nan, 4: "x", 5: Rejected("garbled")}
+    assert screen.errors(tested) == {0: 12.5}
+    assert [r["client"] for r in screen.rejected] == [1, 2, 3, 4, 5]
+    answers = {
+        0: (0.3, 0.9),
+        1: (math.nan, 0.5),
+        2: (0.3, 0.0 - 1),
+        3: None,
+        4: "?",
+        5: Rejected("x"),
+    }
+    probe = screen.probe(lambda i, state: answers[i])
+    assert probe(0, None) == (0.3, 0.9)
+    assert [probe(i, None) for i in (1, 2, 3, 4, 5)] == [None] * 5
+    assert len(screen.rejected) == 5 + 4  # a silent client (None) is not a rejection
+
+
+class PoisonBackend:
+    """A LocalBackend whose client 2 sends NaN weights in epoch 1 and client 3 a -50 % error."""
+
+    def __init__(self, inner):
+        self.inner, self.sizes, self.domains = inner, inner.sizes, inner.domains
+        self.nan_sent = False  # did a NaN ever reach a client, to train or to test?
+
+    def _watch(self, states):
+        self.nan_sent |= any(
+            not bool(torch.isfinite(v).all())
+            for st in states.values()
+            for v in st.values()
+            if v.is_floating_point()
+        )
+
+    def train(self, starts, lr, epoch):
+        self._watch(starts)
+        out = self.inner.train(starts, lr, epoch)
+        if epoch == 1 and 2 in out:
+            bad = {k: torch.full_like(v, math.nan) if v.is_floating_point() else v
+                   for k, v in out[2].state.items()}  # fmt: skip
+            out[2] = dataclasses.replace(out[2], state=bad)
+        return out
+
+    def evaluate(self, states):
+        self._watch(states)
+        out = self.inner.evaluate(states)
+        if 3 in out:
+            out[3] = -50.0
+        return out
+
+    def probe(self, i, state):
+        return self.inner.probe(i, state)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_poisoned_replies_never_crash_a_run_nor_enter_an_aggregate(scheme):
+    cfg = make_config("rotated-digits", scheme, 0, epochs=3)
+    inner = LocalBackend(cfg, build_clients(cfg), init_model(cfg, 0, "cpu"), "cpu")
+    backend = PoisonBackend(inner)
+    r = run_experiment(cfg, progress=False, backend=backend)
+    assert r["status"] == {"state": "complete"} and not backend.nan_sent
+    reasons = {(x["client"], x["epoch"]): x["reason"] for x in r["rejected"]}
+    assert "non-finite" in reasons[(2, 1)]
+    assert all("test error -50.0" in reasons[(3, t)] for t in range(3))
+    assert 2 in r["history"][1]["missing"] and all(3 in h["missing"] for h in r["history"])
+    errors = [e for e in r["history"][-1]["client_test_error"] if e is not None]
+    assert len(errors) == cfg.n_clients - 1  # client 3's error is never believed
+
+
+class SilentBackend(PoisonBackend):
+    def train(self, starts, lr, epoch):
+        return {} if epoch == 1 else self.inner.train(starts, lr, epoch)
+
+    def evaluate(self, states):
+        return self.inner.evaluate(states)
+
+
+def test_a_run_with_nobody_answering_stops_with_a_status_and_keeps_its_history():
+    from hcct_lite.cli import _report_run
+
+    cfg = make_config("rotated-digits", "hcct", 0, epochs=4)
+    inner = LocalBackend(cfg, build_clients(cfg), init_model(cfg, 0, "cpu"), "cpu")
+    r = run_experiment(cfg, progress=False, backend=SilentBackend(inner))
+    assert r["status"] == {"state": "stopped", "epoch": 1, "reason": "no client answered"}
+    assert len(r["history"]) == 2 and np.isfinite(r["final"]["mean"])  # from epoch 0
+    assert _report_run("rotated-digits", r) == 1
+
+
+def _reply(**content):
+    return SimpleNamespace(content=content)
+
+
+def test_the_flower_backend_turns_unreadable_replies_into_rejections():
+    pytest.importorskip("flwr")
+    from hcct_lite.flower.common import to_record
+    from hcct_lite.flower.server import FlowerBackend, _enrolment
+
+    assert _enrolment(_reply(info={"partition-id": 1, "num-examples": 40}), 4) == (1, 40)
+    for info in ({"partition-id": 1, "num-examples": 0}, {"partition-id": 1, "num-examples": -5},
+                 {"partition-id": 9, "num-examples": 40}, {"partition-id": 1}, {}):  # fmt: skip
+        assert _enrolment(_reply(info=info), 4)[0] is None
+    backend = object.__new__(FlowerBackend)  # no Grid: its rounds are stubbed below
+    backend.client_of, backend.update_names = {10: 0, 11: 1, 12: 2, 13: 3}, ["w", "b"]
+    backend.node_of = {i: n for n, i in backend.client_of.items()}
+    start = {"w": torch.zeros(2, 3), "b": torch.zeros(3), "n": torch.tensor(4)}
+    good = {"num-examples": 40, "train-loss": 0.5, "train-acc": 0.9}
+    replies = {
+        10: _reply(model=to_record(_good().state), metrics=good),
+        11: _reply(metrics=good),  # no model
+        12: _reply(model=to_record({**_good().state, "w": torch.ones(7)}), metrics=good),
+        13: _reply(model=to_record(_good().state), metrics={"num-examples": "lots"}),
+    }
+    backend._round = lambda contents, kind, group="": replies
+    out = backend.train({i: start for i in range(4)}, 0.1, 0)
+    assert isinstance(out[0], LocalResult)
+    assert all(isinstance(out[i], Rejected) for i in (1, 2, 3))
+    screen = ReplyScreen(sizes=[50] * 4)
+    assert list(screen.train(out, {i: start for i in range(4)})) == [0]
+    assert len(screen.rejected) == 3
+
+
+def test_corrupt_data_files_are_named_with_the_data_set(tmp_path, monkeypatch):
+    from hcct_lite.training.data import load_dataset
+
+    monkeypatch.setenv("HCCT_DATA_DIR", str(tmp_path))
+    for content, words in ((b"garbage", "not an .npz archive"), (b"PK\x03\x04trunc", "corrupt")):
+        (tmp_path / "mnist.npz").write_bytes(content)
+        with pytest.raises(ValueError, match=f"mnist.npz: the mnist data file is {words}"):
+            load_dataset("mnist", download=False)
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [(["--lr", "inf"], "lr must be a finite"), (["--lr", "nan"], "lr must be a finite"),
+     (["--seed", str(2**70)], "seed must be an int in"), (["--seed", "-1"], "seed must be")],
+)  # fmt: skip
+def test_bad_cli_numbers_exit_2_with_one_line(args, words, capsys):
+    from hcct_lite.cli import main
+
+    argv = ["run", "--task", "rotated-digits", "--scheme", "hcct", "--epochs", "1", "--quiet"]
+    assert main([*argv, *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0] and "Traceback" not in err[0]
