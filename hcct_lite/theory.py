@@ -33,9 +33,17 @@ def _positive(name, value):
     return arr
 
 
+def _in_range(name, value, low, high=np.inf):
+    arr = np.asarray(value, dtype=np.float64)
+    if not np.all(np.isfinite(arr)) or np.any(arr < low) or np.any(arr > high):
+        span = f">= {low:g}" if high == np.inf else f"in [{low:g}, {high:g}]"
+        raise ValueError(f"{name} must be a finite number {span}; got {value}")
+    return arr
+
+
 def sample_term(group_size, lipschitz=1.0, mu=1.0, delta=0.1):
     """``4 L^2 / (delta mu D_G)``; broadcasts over ``group_size``."""
-    if not 0 < delta < 1:
+    if not np.isfinite(delta) or not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1); got {delta}")
     d = _positive("group_size", group_size)
     return 4.0 * _positive("lipschitz", lipschitz) ** 2 / (delta * _positive("mu", mu) * d)
@@ -46,10 +54,8 @@ def error_bound(group_size, divergence, lipschitz=1.0, mu=1.0, delta=0.1, lam=0.
 
     The group's data diverge by ``divergence`` (>= 0) from the client's.
     """
-    div = np.asarray(divergence, dtype=np.float64)
-    if np.any(div < 0):
-        raise ValueError(f"divergence must be >= 0; got {divergence}")
-    return sample_term(group_size, lipschitz, mu, delta) + div + lam
+    div = _in_range("divergence", divergence, 0.0)
+    return sample_term(group_size, lipschitz, mu, delta) + div + _in_range("lam", lam, 0.0)
 
 
 def join_gain(own_size, group_size, divergence, lipschitz=1.0, mu=1.0, delta=0.1):
@@ -64,7 +70,6 @@ def alpha_equivalent(lipschitz=1.0, mu=1.0, delta=0.1):
 
 
 def utility(alpha, group_size, cosine):
-    """HCCT's utility ``-alpha / D_G + cos``; broadcasts."""
-    if np.any(np.asarray(alpha) < 0):
-        raise ValueError(f"alpha must be >= 0; got {alpha}")
-    return -np.asarray(alpha, dtype=np.float64) / _positive("group_size", group_size) + cosine
+    """HCCT's utility ``-alpha / D_G + cos``; broadcasts. ``cosine`` lies in [-1, 1]."""
+    a = _in_range("alpha", alpha, 0.0)
+    return -a / _positive("group_size", group_size) + _in_range("cosine", cosine, -1.0, 1.0)

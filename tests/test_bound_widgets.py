@@ -82,3 +82,19 @@ def test_widgets_wire_sliders_to_callbacks_headless():
     divergence.value = 0.5
     assert b.result < 0
     plt.close("all")
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: utility(float("nan"), 10, 0.5), "alpha"),
+        (lambda: utility(1.0, 10, 5.0), "cosine"),
+        (lambda: error_bound(10, 0.1, lam=-5), "lam"),
+        (lambda: error_bound(10, float("nan")), "divergence"),
+        (lambda: error_bound(10, 0.1, delta=float("nan")), "delta"),
+        (lambda: label_mix_similarity(n_pairs=3, samples=0), "samples"),
+    ],
+)
+def test_theory_helpers_name_the_bad_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()

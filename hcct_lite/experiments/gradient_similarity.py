@@ -34,6 +34,8 @@ def label_mix_similarity(n_pairs=40, samples=200, concentration=0.5, lr=0.1, see
     """
     if n_pairs < 3:
         raise ValueError(f"n_pairs must be >= 3 to give a correlation; got {n_pairs}")
+    if samples < 1:
+        raise ValueError(f"samples must be >= 1 per client; got {samples}")
     ds = load_dataset("digits")
     x, y = to_float(ds.x), ds.y.numpy()
     by_class = [np.flatnonzero(y == c) for c in range(10)]
