@@ -39,10 +39,21 @@ class FlowerBackend:
     cfg : RunConfig shared with the clients (sent with every message)
     round_timeout : seconds to wait for the replies of one round
     wait_nodes : seconds to wait for ``cfg.n_clients`` nodes to connect
+    discovery_timeout : seconds to wait for the enrolment replies; each node's first reply
+        starts its ClientApp (imports, data loading), much slower than a training round on
+        a loaded machine, so it has its own, generous timeout
     """
 
-    def __init__(self, grid: Grid, cfg, round_timeout: float = 120.0, wait_nodes: float = 120.0):
+    def __init__(
+        self,
+        grid: Grid,
+        cfg,
+        round_timeout: float = 120.0,
+        wait_nodes: float = 120.0,
+        discovery_timeout: float = 300.0,
+    ):
         self.grid, self.cfg, self.timeout = grid, cfg, round_timeout
+        self.discovery_timeout = discovery_timeout
         self.config_text = config_to_text(cfg)
         model = build_model(cfg.model)
         self.update_names = (
@@ -62,7 +73,9 @@ class FlowerBackend:
             if len(nodes) >= self.cfg.n_clients or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
-        replies = self._round({n: RecordDict() for n in nodes}, "query")
+        replies = self._round(
+            {n: RecordDict() for n in nodes}, "query", timeout=self.discovery_timeout
+        )
         node_of, sizes = {}, {}
         for node, reply in replies.items():
             i, size = _enrolment(reply, self.cfg.n_clients)
@@ -82,7 +95,7 @@ class FlowerBackend:
             )
         return node_of, sizes
 
-    def _round(self, contents: dict, message_type: str, group: str = "") -> dict:
+    def _round(self, contents: dict, message_type: str, group: str = "", timeout=None) -> dict:
         """Send ``contents[node]`` to each node; return ``node -> reply`` of those answering.
 
         Nodes the SuperLink no longer lists as connected are skipped at once, so a client
@@ -99,7 +112,7 @@ class FlowerBackend:
             messages.append(
                 Message(content, dst_node_id=node, message_type=message_type, group_id=group)
             )
-        replies = self.grid.send_and_receive(messages, timeout=self.timeout)
+        replies = self.grid.send_and_receive(messages, timeout=timeout or self.timeout)
         return {r.metadata.src_node_id: r for r in replies if not r.has_error()}
 
     @override
@@ -195,7 +208,8 @@ def make_server_app(cfg=None, json_path=None, round_timeout=None) -> ServerApp:
         rc = dict(context.run_config)
         c = cfg if cfg is not None else config_from_run_config(rc)
         timeout = round_timeout or float(rc.get("round-timeout", 120.0))
-        backend = FlowerBackend(grid, c, round_timeout=timeout)
+        discovery = float(rc.get("discovery-timeout", 300.0))
+        backend = FlowerBackend(grid, c, round_timeout=timeout, discovery_timeout=discovery)
         result = run_experiment(c, progress=False, backend=backend)
         result["runtime"] = "flower"
         path = json_path or rc.get("json-out")
