@@ -64,8 +64,8 @@ def main(argv=None):
             print(f"{task:<16}  skipped: {err}", file=sys.stdout)
             continue
         # setup excluded; the first epoch also pays one-off warm-up, so skip it when we can
-        timed = r["history"][1:] or r["history"]
-        per_epoch = sum(h["seconds"] for h in timed) / len(timed)
+        timed = r["timing"]["epoch_seconds"][1:] or r["timing"]["epoch_seconds"]
+        per_epoch = sum(timed) / len(timed)
         samples = sum(r["sizes"]) * cfg.local_epochs
         print(
             f"{task:<16}{cfg.n_clients:>8}{sum(r['sizes']):>15}{per_epoch:>10.2f}"

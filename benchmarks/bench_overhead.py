@@ -88,7 +88,7 @@ def main(argv=None):
         cfg = make_config(task, "global", 0, epochs=args.epochs, download=False)
         clients = build_clients(cfg)
         r = run_experiment(cfg, progress=False, clients=clients)
-        engine = [h["seconds"] for h in r["history"]][1:]
+        engine = r["timing"]["epoch_seconds"][1:]
         loop = hand_loop(cfg, clients)[1:]
         e, lo = statistics.median(engine), statistics.median(loop)  # robust to a busy machine
         print(f"{task:<16}{e:>16.3f}{lo:>14.3f}{e / lo:>8.2f}")

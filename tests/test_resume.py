@@ -43,3 +43,14 @@ def test_bad_output_paths_fail_before_any_training(tmp_path, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert words in err and len(err.splitlines()) == 1
+
+
+def test_the_same_command_twice_gives_the_same_json_outside_timing(tmp_path):
+    from hcct_lite.cli import main
+
+    for name in ("a.json", "b.json"):
+        argv = ["run", "--task", "rotated-digits", "--scheme", "hcct", "--epochs", "2"]
+        assert main([*argv, "--quiet", "--json", str(tmp_path / name)]) == 0
+    a, b = (json.loads((tmp_path / n).read_text()) for n in ("a.json", "b.json"))
+    assert a.pop("timing") != b.pop("timing")  # wall-clock seconds live only there
+    assert json.dumps(a) == json.dumps(b)

@@ -51,7 +51,8 @@ def grid_status(out_dir: str) -> list:
         done = [j for j in jobs if os.path.exists(job_path(out_dir, j))]
         runs = load_grid(out_dir, name)
         devices = sorted({r.get("provenance", {}).get("device", "?") for r in runs})
-        secs = sum(r.get("seconds", 0.0) for r in runs)
+        # files written before the "timing" block kept their wall time in "seconds"
+        secs = sum(r.get("timing", {}).get("seconds", r.get("seconds", 0.0)) for r in runs)
         rows.append([name, f"{len(done)} / {len(jobs)}", ", ".join(devices) or "-", f"{secs:.0f}"])
     return rows
 

@@ -264,7 +264,7 @@ def _run_job(args) -> tuple:
         return job, None, f"stopped in epoch {status['epoch']}: {status['reason']}"
     result.update(grid=job.grid, name=job.name, provenance=provenance(cfg.device))
     write_json(job_path(out_dir, job), result)
-    return job, result["final"]["mean"], result["seconds"]
+    return job, result["final"]["mean"], result["timing"]["seconds"]
 
 
 def run_jobs(
