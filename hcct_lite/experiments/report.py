@@ -21,6 +21,7 @@ from .report_tables import (
     table4_rows,
 )
 from .results import to_markdown
+from .shipped import ablation_summary
 
 HEADER3 = ["scheme", "paper", "ours: final epoch", "ours: best epoch (paper's protocol)"]
 
@@ -275,23 +276,10 @@ def _ablation_section(out_dir) -> str:
     text = ["## Why Digit differs: update cosines with and without batch-norm buffers", ""]
     if not runs:
         return "\n".join(text + ["pending"])
-    rows = []
-    for r in runs:
-        h = next(h for h in r["history"] if "update_cosines" in h)
-        cos = np.array(h["update_cosines"])
-        dom = np.array(r["domains"])[h["update_clients"]]
-        same = dom[:, None] == dom[None, :]
-        off = ~np.eye(len(dom), dtype=bool)
-        groups = r["history"][-1]["groups"]
-        rows.append(
-            [
-                r["name"],
-                f"{cos[same & off].mean():.3f}",
-                f"{cos[~same].mean():.3f}",
-                str(len(groups)),
-                f"{r['final']['mean']:.2f}",
-            ]
-        )
+    rows = [
+        [name, f"{a['same']:.3f}", f"{a['other']:.3f}", str(a["groups"]), f"{a['final']:.2f}"]
+        for name, a in ablation_summary(runs).items()
+    ]
     header = [
         "run",
         "cosine, same domain",

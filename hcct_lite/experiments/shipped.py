@@ -33,6 +33,7 @@ __all__ = [
     "best_epoch_means",
     "worst_client",
     "table3_claims",
+    "ablation_summary",
 ]
 
 
@@ -237,3 +238,26 @@ def table3_claims(runs, task: str) -> dict:
             < min(m["independent"], m["global"]),
         }
     raise ValueError(f"no claims for task {task!r}")
+
+
+def ablation_summary(runs, seed: int | None = None) -> dict:
+    """The buffer ablation's runs summarised: ``label -> dict``, labels as in the run names.
+
+    Each dict holds ``cosines`` (N, N) of the first epoch that recorded them, ``clients``
+    (their order), ``domains`` (N,), ``same``/``other`` (mean cosine within / across
+    domains, :func:`domain_cosines`), ``groups`` (number at the end) and ``final`` (mean
+    final error). With ``seed``, only that seed's runs; otherwise one entry per run name.
+    """
+    out = {}
+    for r in runs:
+        if seed is not None and r["seed"] != seed:
+            continue
+        h = next(h for h in r["history"] if "update_cosines" in h)
+        cos, who = np.array(h["update_cosines"]), h["update_clients"]
+        domains = np.array(r["domains"])[who]
+        same, other = domain_cosines(cos, domains)
+        label = r["name"] if seed is None else r["name"].rsplit("-seed", 1)[0]
+        out[label] = dict(cosines=cos, clients=who, domains=domains.tolist(), same=same,
+                          other=other, groups=len(r["history"][-1]["groups"]),
+                          final=r["final"]["mean"])  # fmt: skip
+    return out
