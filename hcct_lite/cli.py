@@ -75,10 +75,17 @@ def _overrides() -> tuple:
 OVERRIDES = _overrides()
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line naming the argument (exit status 2)."""
+
+    def error(self, message):
+        self.exit(2, f"hcct-lite: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``hcct-lite`` argument parser (subcommands run, flower-sim, compare, reproduce)."""
-    parser = argparse.ArgumentParser(prog="hcct-lite", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _OneLineParser(prog="hcct-lite", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     run = sub.add_parser("run", help="run one experiment")
     _common(run)
     run.add_argument("--scheme", required=True, help=f"one of {', '.join(SCHEMES)}")
