@@ -51,7 +51,7 @@ def run_patterns(seeds=(0,), out_dir=None, progress=False, log=print, **override
     }
     with tempfile.TemporaryDirectory() as tmp:
         folder = out_dir or tmp
-        run_jobs(list(jobs.values()), folder, log=None, progress=progress, threads=1)
+        run_jobs(list(jobs.values()), folder, log=None, progress=progress)
         out = {name: [] for name in PATTERNS}
         for (name, seed), job in jobs.items():
             (r,) = read_results([job_path(folder, job)])

@@ -205,16 +205,16 @@ def _one_thread() -> None:
     torch.set_num_threads(1)
 
 
-def _serial(args, threads=1) -> object:
-    """Run jobs here, one after another, with ``threads`` torch threads (None: as set).
+def _serial(args) -> object:
+    """Run jobs here, one after another, with one torch thread like a worker process.
 
-    Float reductions depend on the thread count: with one thread, as in a worker
-    process, results do not depend on ``workers``. The caller's count is restored.
+    Float reductions depend on the thread count, and results must not depend on
+    ``workers``. The caller's thread count is restored afterwards.
     """
     import torch
 
     before = torch.get_num_threads()
-    torch.set_num_threads(threads or before)
+    torch.set_num_threads(1)
     try:
         for a in args:
             yield _run_job(a)
@@ -267,29 +267,23 @@ def _run_job(args) -> tuple:
     return job, result["final"]["mean"], result["timing"]["seconds"]
 
 
-def run_jobs(
-    jobs, out_dir: str, workers: int = 1, device=None, log=print, progress=True, threads=1
-) -> int:
+def run_jobs(jobs, out_dir: str, workers: int = 1, device=None, log=print, progress=True) -> int:
     """Run every job whose file is missing, in ``workers`` processes; return how many ran.
 
     Each worker process uses one torch thread (two threads per process on two busy cores
     made one run six times slower); with ``workers=1`` the runs happen in this process,
     also with one thread.
     Results do not depend on ``workers``. ``device`` (e.g. ``"cuda"``) overrides every
-    job's device when given. ``threads=None`` keeps this process's torch threads for
-    ``workers=1`` (an interactive caller's choice; results may then differ in the last
-    digits from a grid's).
+    job's device when given. A job whose file exists is skipped only if
+    :func:`stale_reason` finds nothing against it; otherwise it is rerun, saying why.
     """
     log = log or (lambda _msg: None)
     if workers < 1:
         raise ValueError(f"workers must be >= 1; got {workers}")
-    for job in jobs:  # fail fast, before any run, on bad settings
-        kw = dict(job.overrides) if device is None else dict(job.overrides, device=device)
-        make_config(job.task, job.scheme, job.seed, **kw)
     todo = []
-    for j in jobs:
-        path = job_path(out_dir, j)
-        why = stale_reason(path, make_config(j.task, j.scheme, j.seed, **j.overrides))
+    for j in jobs:  # every config built (and so checked) before any run: fail fast
+        kw = dict(j.overrides) if device is None else dict(j.overrides, device=device)
+        why = stale_reason(job_path(out_dir, j), make_config(j.task, j.scheme, j.seed, **kw))
         name = os.path.join(j.grid, j.name).lstrip("/")
         if why is None:
             log(f"skip {name}.json (done, same settings)")
@@ -305,7 +299,7 @@ def run_jobs(
         pool = mp.get_context("spawn").Pool(min(workers, len(todo)), initializer=_one_thread)
         done = pool.imap_unordered(_run_job, args)
     else:
-        done = _serial(args, threads)
+        done = _serial(args)
     failed = []
     try:
         for job, err, secs in _progress(done, len(todo), progress):
