@@ -194,8 +194,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
             break
         if bar is not None:
             bar.update(1)
-            if entry["mean_test_error"] is not None:
-                bar.set_postfix(error=f"{entry['mean_test_error']:.2f}%", groups=entry["n_groups"])
+            bar.set_postfix(error=f"{entry['mean_test_error']:.2f}%", groups=entry["n_groups"])
     if bar is not None:
         bar.close()
     return {
@@ -222,7 +221,7 @@ def _progress_bar(cfg):
     return tqdm(total=cfg.epochs, desc=desc, leave=False, disable=None)
 
 
-def run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen=None) -> tuple:
+def run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen) -> tuple:
     """One epoch of Algorithm 1: plan, local training, aggregation, evaluation.
 
     ``missing`` (clients that did not answer last epoch) sit out the partition. Clients
@@ -230,7 +229,6 @@ def run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen=None) -> 
     dropped from the plan once, here, for every scheme; they keep their model. Returns the
     epoch's history entry and the clients missing now.
     """
-    screen = screen or ReplyScreen(server.sizes)
     server.active = [i for i in range(cfg.n_clients) if arrive[i] <= t]
     server.new = {i for i in server.active if arrive[i] == t}
     server.absent = missing
