@@ -87,12 +87,10 @@ def grid_runs(mode: Mode, grid: str, out_dir: str, workers: int = 2) -> list:
     """
     if not mode.recompute:
         return load_grid(str(results_dir()), grid)
-    if mode.name == "quick":
-        jobs = quick_jobs(grid)
-    else:
-        jobs = [Job(j.grid, j.name, j.task, j.scheme, j.seed, {**j.overrides, "device": "auto"})
-                for j in grid_jobs([grid], seeds=mode.seeds[:3])]  # fmt: skip
-    run_jobs(jobs, out_dir, workers=workers, log=None, progress=False)
+    quick = mode.name == "quick"
+    jobs = quick_jobs(grid) if quick else grid_jobs([grid], seeds=mode.seeds[:3])
+    device = None if quick else "auto"
+    run_jobs(jobs, out_dir, workers=workers, device=device, log=None, progress=False)
     return read_results([job_path(out_dir, j) for j in jobs])
 
 
