@@ -48,7 +48,7 @@ _TEACHING = {
     "hcct_lite.experiments.shipped": [
         "motivating_results", "common_seeds", "table3_runs", "grid_runs", "grid_progress",
         "domain_cosines", "fig4_curves", "fig5_errors", "fixed_k_summary", "table3_claims",
-        "best_epoch_means", "worst_client", "ablation_summary",
+        "figure_claims", "best_epoch_means", "worst_client", "ablation_summary",
     ],
     "hcct_lite.experiments.motivating_example": ["pattern_claims", "pattern_means", "table1"],
     "hcct_lite.experiments.paper": ["TABLE1", "TABLE3", "TABLE4", "FIGURES"],

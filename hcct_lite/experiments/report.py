@@ -11,6 +11,7 @@ import os
 import numpy as np
 
 from .paper_grids import PATTERNS
+from .report_figures import figure_sections
 from .report_tables import (
     by_scheme,
     grid_status,
@@ -19,6 +20,7 @@ from .report_tables import (
     protocol_table,
     table1_rows,
     table4_rows,
+    variant,
 )
 from .results import to_markdown
 from .shipped import ablation_summary
@@ -252,7 +254,7 @@ def _table1_section(out_dir) -> str:
     ]
     by = {}
     for r in runs:
-        by.setdefault(r["name"].rsplit("-seed", 1)[0], {})[r["seed"]] = r["final"]["mean"]
+        by.setdefault(variant(r), {})[r["seed"]] = r["final"]["mean"]
     common = set.intersection(*(set(v) for v in by.values())) if by else set()
     if set(by) != set(PATTERNS) or not common:
         text += ["", "Which pattern is best: pending until every pattern has run."]
@@ -329,6 +331,7 @@ def render(out_dir: str) -> str:
         if task == "fmnist":
             parts.append(_network_section(out_dir))
     parts += [_table4_section(out_dir), _table1_section(out_dir), _ablation_section(out_dir)]
+    parts += figure_sections(out_dir)
     return "\n\n".join(parts) + "\n"
 
 

@@ -43,6 +43,24 @@ def load_grid(out_dir: str, grid: str) -> list:
     return out
 
 
+def variant(run: dict) -> str:
+    """A run's name without its seed: ``"ratio0.1-alpha100-seed2"`` -> ``"ratio0.1-alpha100"``."""
+    return run["name"].rsplit("-seed", 1)[0]
+
+
+def complete_seeds(runs) -> list:
+    """The runs of the seeds that every variant present has run, so means compare alike.
+
+    A partly shipped grid (say K = 1..20 at seed 0 but only K = 1..3 at seed 1) would
+    otherwise average some variants over more seeds than others.
+    """
+    seeds = {}
+    for r in runs:
+        seeds.setdefault(variant(r), set()).add(r["seed"])
+    keep = set.intersection(*seeds.values()) if seeds else set()
+    return [r for r in runs if r["seed"] in keep]
+
+
 def grid_status(out_dir: str) -> list:
     """One row per grid: name, runs done, runs planned, devices, summed run seconds."""
     rows = []
@@ -123,7 +141,7 @@ def table1_rows(runs) -> list:
     """
     rows = []
     for name in PATTERNS:
-        rs = [r for r in runs if r["name"].rsplit("-seed", 1)[0] == name]
+        rs = [r for r in runs if variant(r) == name]
         if not rs:
             rows.append([name] + ["pending"] * 6)
             continue

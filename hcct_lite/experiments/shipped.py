@@ -15,7 +15,7 @@ from ..training.config import SCHEMES
 from .modes import Mode, results_dir, task_settings
 from .motivating_example import PATTERNS, run_patterns
 from .paper_grids import TABLE1_NAMES, grid_jobs
-from .report_tables import by_scheme, load_grid
+from .report_tables import by_scheme, complete_seeds, load_grid, variant
 from .results import read_results
 from .runner import Job, job_path, run_grid, run_jobs
 
@@ -33,6 +33,7 @@ __all__ = [
     "best_epoch_means",
     "worst_client",
     "table3_claims",
+    "figure_claims",
     "ablation_summary",
 ]
 
@@ -82,11 +83,12 @@ def grid_runs(mode: Mode, grid: str, out_dir: str, workers: int = 2) -> list:
     """A figure grid's runs: shipped files, its quick version, or the full grid recomputed.
 
     Recomputed runs are cached in ``out_dir`` (a grid resumes) and run in ``workers``
-    processes of one torch thread each. Shipped mode may return fewer runs than planned:
-    see :func:`grid_progress`.
+    processes of one torch thread each. Shipped mode returns the shipped runs of the seeds
+    that every shipped variant has (:func:`complete_seeds`), so it may return fewer runs
+    than planned: see :func:`grid_progress`.
     """
     if not mode.recompute:
-        return load_grid(str(results_dir()), grid)
+        return complete_seeds(load_grid(str(results_dir()), grid))
     quick = mode.name == "quick"
     jobs = quick_jobs(grid) if quick else grid_jobs([grid], seeds=mode.seeds[:3])
     device = None if quick else "auto"
@@ -112,7 +114,7 @@ def motivating_results(mode: Mode) -> dict:
     runs = load_grid(str(results_dir()), "table1-motivating")
     out = {pattern: [] for pattern in PATTERNS}
     for r in runs:
-        name = TABLE1_NAMES.get(r["name"].rsplit("-seed", 1)[0])
+        name = TABLE1_NAMES.get(variant(r))
         if name is not None:
             out[name].append(r)
     if not all(out.values()):
@@ -238,6 +240,46 @@ def table3_claims(runs, task: str) -> dict:
     raise ValueError(f"no claims for task {task!r}")
 
 
+def figure_claims(runs, grid: str) -> dict:
+    """The notebook's claims about one figure grid of the paper, each True or False.
+
+    Parameters
+    ----------
+    runs : list of result dicts of ``grid`` (seeds as in :func:`complete_seeds`)
+    grid : ``"fig4-cifar10"``, ``"fig5-cifar10"`` or ``"fig6-digit"``
+    """
+    if grid == "fig4-cifar10":
+        finals = [curve[-1] for _, curve in sorted(fig4_curves(runs).items())]
+        first = {}  # arrivals -> the initial clients' final errors, over seeds
+        for r in runs:
+            n0 = r["config"]["initial_clients"]
+            errs = r["history"][-1]["client_test_error"][:n0]
+            first.setdefault(r["config"]["new_clients"], []).append(np.mean(errs))
+        spread = np.ptp([np.mean(v) for v in first.values()])
+        return {
+            "Fig. 4: more arrivals end lower (the paper)": bool(np.all(np.diff(finals) < 0)),
+            "Fig. 4: the first clients end within 1 point whatever the arrivals": bool(spread < 1),
+        }
+    if grid == "fig5-cifar10":
+        errors = fig5_errors(runs)
+        little = {r for r, _ in errors if r <= 0.1}
+        best = {r: min((e, a) for (q, a), e in errors.items() if q == r)[1] for r in little}
+        return {
+            "Fig. 5: at train ratio <= 0.1 the final error is lowest at alpha <= 1": bool(best)
+            and all(a <= 1 for a in best.values()),
+            "Fig. 5: alpha = 100 is best at little data (the paper)": bool(best)
+            and all(a == 100 for a in best.values()),
+        }
+    if grid == "fig6-digit":
+        ((_, (ks, errors, _)),) = fixed_k_summary(runs).items()
+        k_best = ks[int(np.argmin(errors))]
+        return {
+            "Fig. 6: some 1 < K < N beats both K = 1 and K = N": 1 < k_best < ks[-1],
+            "Fig. 6: the lowest error is at K = 10 (the paper)": k_best == 10,
+        }
+    raise ValueError(f"no claims for grid {grid!r}")
+
+
 def ablation_summary(runs, seed: int | None = None) -> dict:
     """The buffer ablation's runs summarised: ``label -> dict``, labels as in the run names.
 
@@ -254,7 +296,7 @@ def ablation_summary(runs, seed: int | None = None) -> dict:
         cos, who = np.array(h["update_cosines"]), h["update_clients"]
         domains = np.array(r["domains"])[who]
         same, other = domain_cosines(cos, domains)
-        label = r["name"] if seed is None else r["name"].rsplit("-seed", 1)[0]
+        label = r["name"] if seed is None else variant(r)
         out[label] = dict(cosines=cos, clients=who, domains=domains.tolist(), same=same,
                           other=other, groups=len(r["history"][-1]["groups"]),
                           final=r["final"]["mean"])  # fmt: skip

@@ -1,0 +1,112 @@
+"""The report's Figs. 4-7 sections: summaries of partly shipped grids and their verdicts."""
+
+import json
+
+import pytest
+
+from hcct_lite.experiments.report_figures import fig4_table, fig5_table, figure_sections
+from hcct_lite.experiments.report_tables import complete_seeds, variant
+
+
+def _run(name, seed, config=None, final=0.0, best=0.0, history=None):
+    return {
+        "name": f"{name}-seed{seed}",
+        "seed": seed,
+        "config": config or {},
+        "final": {"mean": final, "best_over_epochs": {"mean": best}},
+        "history": history or [],
+    }
+
+
+def test_variant_drops_only_the_last_seed_suffix():
+    assert variant(_run("ratio0.1-alpha100", 2)) == "ratio0.1-alpha100"
+    assert variant({"name": "a-seed1-seed3"}) == "a-seed1"
+
+
+def test_complete_seeds_keeps_the_seeds_every_variant_has():
+    runs = [_run("k1", 0), _run("k2", 0), _run("k1", 1)]  # seed 1 lacks k2
+    assert [(variant(r), r["seed"]) for r in complete_seeds(runs)] == [("k1", 0), ("k2", 0)]
+    assert complete_seeds([]) == []
+
+
+def _fig4_run(n_new, seed, curve, incumbents, groups=3):
+    cfg = {"new_clients": n_new, "join_every": 2, "initial_clients": 2}
+    last = {"mean_test_error": curve[-1], "client_test_error": incumbents + [50.0] * n_new}
+    hist = [{"mean_test_error": e} for e in curve[:-1]] + [last]
+    last["groups"] = [[i] for i in range(groups)]
+    return _run(f"new{n_new}", seed, cfg, history=hist)
+
+
+def test_fig4_table_reads_checkpoints_incumbents_and_groups():
+    runs = [
+        _fig4_run(0, 0, [40, 30, 20], [10.0, 30.0], groups=2),
+        _fig4_run(0, 1, [60, 50, 40], [30.0, 50.0], groups=2),
+        _fig4_run(1, 0, [40, 35, 25], [20.0, 20.0]),
+    ]
+    rows, checkpoints = fig4_table(runs)
+    assert checkpoints == [2, 3]  # every 2 epochs, and the last epoch
+    assert rows[0] == ["0 new per 2 epochs", "40.00", "30.00", "30.00", "2.0 / 2"]
+    assert rows[1] == ["1 new per 2 epochs", "35.00", "25.00", "20.00", "3.0 / 3"]
+    assert fig4_table([]) == ([], [])
+
+
+def test_fig5_table_marks_pending_cells_and_finds_the_best_alpha_per_protocol():
+    runs = [
+        _run(f"r-a{a}", s, {"train_ratio": 0.1, "alpha": a}, final=f, best=b)
+        for s, (a, f, b) in enumerate([(1.0, 60, 55), (100.0, 70, 50), (1.0, 62, 57)])
+    ]
+    rows, best = fig5_table(runs)
+    assert rows[0][0] == "1" and rows[0][2] == "61.00 ± 1.00 (56.00)"
+    assert rows[0][1] == "pending" and rows[1][2] == "70.00 ± 0.00 (50.00)"
+    assert best == {0.1: (1.0, 100.0)}
+
+
+def _write(tmp_path, grid, runs):
+    folder = tmp_path / grid
+    folder.mkdir(parents=True)
+    for r in runs:
+        (folder / f"{r['name']}.json").write_text(json.dumps(r))
+
+
+@pytest.mark.parametrize("finals, verdict", [((40, 35), "do end lower"), ((40, 45), "do not")])
+def test_fig4_verdict_follows_the_numbers(tmp_path, finals, verdict):
+    runs = [_fig4_run(n, 0, [50, f], [f, f]) for n, f in enumerate(finals)]
+    _write(tmp_path, "fig4-cifar10", runs)
+    text = figure_sections(str(tmp_path))[0]
+    assert f"More arrivals {verdict}" in text and "2 of 9 runs" in text
+
+
+def test_fixed_k_verdict_names_the_best_k_and_pending_grids(tmp_path):
+    runs = [
+        _run(f"k{k}", 0, {"n_clients": 20, "fixed_groups": k}, final=e,
+             history=[{"total_utility": u}])
+        for k, e, u in ((1, 9.0, 1.0), (10, 5.0, 3.0), (20, 8.0, 2.0))
+    ]  # fmt: skip
+    _write(tmp_path, "fig6-digit", runs)
+    fig4, fig5, fig6, fig7 = figure_sections(str(tmp_path))
+    assert "lowest error at K = 10 (5.00)" in fig6 and "K = 10 holds" in fig6
+    assert fig4.endswith("pending") and fig5.endswith("pending") and fig7.endswith("pending")
+
+
+def test_figure_claims_follow_the_runs():
+    from hcct_lite import figure_claims
+
+    runs = [_fig4_run(0, 0, [50, 40], [40.0, 40.0]), _fig4_run(1, 0, [50, 38], [40.5, 40.5])]
+    for r in runs:
+        r["history"][-1]["client_test_error"] = r["history"][-1]["client_test_error"][:2]
+        r["config"]["initial_clients"] = 2
+    claims = figure_claims(runs, "fig4-cifar10")
+    assert list(claims.values()) == [True, True]
+    runs = [
+        _run(f"a{a}", 0, {"train_ratio": 0.1, "alpha": a}, final=e)
+        for a, e in ((1.0, 60), (100.0, 50))
+    ]
+    assert list(figure_claims(runs, "fig5-cifar10").values()) == [False, True]
+    runs = [
+        _run(f"k{k}", 0, {"n_clients": 20, "fixed_groups": k}, final=e,
+             history=[{"total_utility": 0.0}])
+        for k, e in ((1, 9.0), (10, 5.0), (20, 8.0))
+    ]  # fmt: skip
+    assert list(figure_claims(runs, "fig6-digit").values()) == [True, True]
+    with pytest.raises(ValueError, match="no claims for grid 'fig9'"):
+        figure_claims(runs, "fig9")
