@@ -104,6 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument(
         "--workers", type=int, default=1, help="processes, one torch thread each (default 1)"
     )
+    sub_ = sub.add_parser(
+        "flower-run", help="submit a run to a SuperLink (flwr run) and wait for its outcome"
+    )
+    sub_.add_argument("app", help="the Flower app folder, e.g. hcct_lite/flower/app")
+    sub_.add_argument("federation", help="the SuperLink's entry in Flower's config.toml")
+    sub_.add_argument("--run-config", default="", help="flwr run's --run-config string")
+    sub_.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait")
     rep = sub.add_parser("reproduce", help="the paper's grids at Table 2 settings; resumable")
     rep.add_argument("--grids", nargs="+", default=["all"], help="grid names, or all")
     rep.add_argument("--seeds", nargs="+", type=int, help="seeds (default: each grid's own)")
@@ -163,6 +170,15 @@ def main(argv=None) -> int:
     try:
         if args.command == "reproduce":
             return _reproduce(args)
+        if args.command == "flower-run":
+            from .flower.submit import submit_and_wait
+
+            code, message = submit_and_wait(
+                args.app, args.federation, args.run_config, timeout=args.timeout
+            )
+            print(message if code == 0 else f"hcct-lite: error: {message}",
+                  file=sys.stdout if code == 0 else sys.stderr)  # fmt: skip
+            return code
     except (ValueError, RuntimeError, DataNotFoundError) as err:
         print(f"hcct-lite: error: {err}", file=sys.stderr)
         return 2

@@ -1,15 +1,18 @@
 """A real deployment: SuperLink and SuperNodes as separate processes on 127.0.0.1 with TLS.
 
-The test makes its own certificate authority and server certificate, starts one
-`flower-superlink` and one `flower-supernode` per client, submits a short job with `flwr
-run` (HCCT, and IFCA, whose server probes every client with every cluster model), kills one
-SuperNode after the first epoch, checks that the server carried on without it, and stops
-every process it started.
+The test makes its own certificate authority, server certificate and SuperNode keys,
+starts one `flower-superlink` with SuperNode authentication, registers one key per silo
+(`flwr supernode register`), starts one `flower-supernode` per client and an intruder
+whose key is not registered (it must be refused), submits a short job with `hcct-lite flower-run`
+(HCCT, and IFCA, whose server probes every client with every cluster model) naming the
+silos by their authenticated node ids, kills one SuperNode after the first epoch, checks
+that the server carried on without it, and stops every process it started.
 """
 
 import datetime
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -82,6 +85,30 @@ def make_certificates(folder: Path) -> None:
     )
 
 
+def make_node_keys(folder: Path, names) -> None:
+    """An EC key pair per SuperNode, in the OpenSSH formats Flower reads (``name``, ``.pub``)."""
+    from cryptography.hazmat.primitives import serialization as ser
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    for name in names:
+        key = ec.generate_private_key(ec.SECP384R1())
+        private = key.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.OpenSSH, ser.NoEncryption())
+        public = key.public_key().public_bytes(ser.Encoding.OpenSSH, ser.PublicFormat.OpenSSH)
+        (folder / name).write_bytes(private)
+        (folder / f"{name}.pub").write_bytes(public)
+
+
+def register(key: Path, env: dict) -> int:
+    """Register a SuperNode's public key with the SuperLink; returns its node id."""
+    out = subprocess.run(
+        [str(BIN / "flwr"), "supernode", "register", str(key), "hcct-tls"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    found = re.search(r"SuperNode (\d+) registered", out.stdout)
+    assert out.returncode == 0 and found, out.stdout + out.stderr
+    return int(found.group(1))
+
+
 class Processes:
     """Processes started by the test, each in its own session, stopped by process id."""
 
@@ -126,8 +153,8 @@ def wait_for(condition, timeout: float, what: str) -> None:
 
 # scheme -> (extra run config, replies that make the first epoch per client, seconds to wait)
 SCHEMES = {
-    "hcct": ("", 3, 90),  # query, train, evaluate
-    "ifca": (" cluster-models=2", 5, 240),  # query, two probes, train, evaluate
+    "hcct": ("", 3, 180),  # query, train, evaluate
+    "ifca": (" cluster-models=2", 5, 360),  # query, two probes, train, evaluate
 }
 
 
@@ -136,6 +163,7 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scheme):
     extra, per_client, patience = SCHEMES[scheme]
     t0 = time.monotonic()
     make_certificates(tmp_path)
+    make_node_keys(tmp_path, [f"silo{i}" for i in range(N_CLIENTS)] + ["intruder"])
     home = tmp_path / "flwr-home"
     home.mkdir()
     link_port = free_port()
@@ -151,6 +179,7 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scheme):
     }
     procs = Processes(tmp_path, env)
     out = tmp_path / "result.json"
+    submit = None
     try:
         procs.start(
             "superlink",
@@ -164,13 +193,15 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scheme):
             "--port",
             str(link_port),
             "--disable-runtime-dependency-installation",
+            "--enable-supernode-auth",
         )
         wait_for(
             lambda: "Uvicorn running on https" in procs.log("superlink"), 60, "the SuperLink (TLS)"
         )
-        for i in range(N_CLIENTS):
+        silos = [register(tmp_path / f"silo{i}.pub", env) for i in range(N_CLIENTS)]
+        for i, name in [(i, f"silo{i}") for i in range(N_CLIENTS)] + [(1, "intruder")]:
             procs.start(
-                f"node{i}",
+                name,
                 "flower-supernode",
                 "--root-certificates",
                 "ca.crt",
@@ -179,32 +210,40 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scheme):
                 "--port",
                 str(free_port()),
                 "--node-config",
-                f"partition-id={i}",
+                f"partition-id={i}",  # the intruder claims silo 1's id
+                "--auth-supernode-private-key",
+                name,
             )
         for i in range(N_CLIENTS):
-            wait_for(lambda i=i: "SuperNode ID" in procs.log(f"node{i}"), 60, f"node {i}")
+            wait_for(lambda i=i: "SuperNode ID" in procs.log(f"silo{i}"), 60, f"silo {i}")
+        # an unregistered key is refused: the SuperNode gives up, never gets an id
+        wait_for(lambda: procs.procs["intruder"].poll() is not None, 60, "the intruder's exit")
+        assert procs.procs["intruder"].returncode != 0
+        assert "Failed to activate SuperNode" in procs.log("intruder")
+        assert "SuperNode ID" not in procs.log("intruder")
         config = (
-            f'scheme="{scheme}" epochs={EPOCHS} n-clients={N_CLIENTS} round-timeout=15.0'
-            f' json-out="{out}"{extra}'
+            f'scheme="{scheme}" epochs={EPOCHS} n-clients={N_CLIENTS} round-timeout=30.0'
+            f' json-out="{out}" silo-nodes="{" ".join(map(str, silos))}"{extra}'
         )
-        run = subprocess.run(
-            [str(BIN / "flwr"), "run", str(APP), "hcct-tls", "--run-config", config],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert run.returncode == 0, run.stdout + run.stderr
+        # hcct-lite's wrapper of `flwr run`: it waits for the run and returns its outcome
+        submit = subprocess.Popen(
+            [str(BIN / "hcct-lite"), "flower-run", str(APP), "hcct-tls", "--run-config", config],
+            env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
         replies = lambda: procs.log("superlink").count("Push replies from node_id")  # noqa: E731
-        wait_for(lambda: replies() >= per_client * N_CLIENTS, 90, "the first epoch")
-        procs.kill(f"node{DEAD}")
+        wait_for(lambda: replies() >= per_client * N_CLIENTS, 240, "the first epoch")
+        procs.kill(f"silo{DEAD}")
         wait_for(out.exists, patience, "the result JSON")
         result = json.loads(out.read_text())
+        said = submit.communicate(timeout=120)[0]
+        assert submit.returncode == 0 and "finished:completed" in said, said
     finally:
+        if submit is not None and submit.poll() is None:
+            submit.kill()
         procs.stop_all()
     assert result["runtime"] == "flower" and len(result["history"]) == EPOCHS
     assert result["scheme"] == scheme
+    assert result["domains"] == [f"node {n}" for n in silos]  # client i is silo i's key
     first, last = result["history"][0], result["history"][-1]
     assert first["missing"] == [] and all(e is not None for e in first["client_test_error"])
     assert last["missing"] == [DEAD] and last["client_test_error"][DEAD] is None

@@ -150,6 +150,22 @@ def test_a_run_with_nobody_answering_stops_with_a_status_and_keeps_its_history()
     assert _report_run("rotated-digits", r) == 1
 
 
+class LiarBackend(SilentBackend):
+    def train(self, starts, lr, epoch):
+        out = self.inner.train(starts, lr, epoch)
+        if epoch == 1:  # every client claims more samples than it enrolled with
+            out = {i: dataclasses.replace(r, n_samples=10**12) for i, r in out.items()}
+        return out
+
+
+def test_a_run_whose_replies_are_all_rejected_says_so():
+    cfg = make_config("rotated-digits", "hcct", 0, epochs=3)
+    inner = LocalBackend(cfg, build_clients(cfg), init_model(cfg, 0, "cpu"), "cpu")
+    r = run_experiment(cfg, progress=False, backend=LiarBackend(inner))
+    reason = f"no client answered acceptably ({cfg.n_clients} replies rejected)"
+    assert r["status"] == {"state": "stopped", "epoch": 1, "reason": reason}
+
+
 def _reply(**content):
     return SimpleNamespace(content=content)
 
@@ -205,3 +221,27 @@ def test_bad_cli_numbers_exit_2_with_one_line(args, words, capsys):
     assert main([*argv, *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0] and "Traceback" not in err[0]
+
+
+def test_silos_are_known_by_their_authenticated_node_id():
+    pytest.importorskip("flwr")
+    from hcct_lite.flower.server import _silo_nodes, assign_silos
+
+    def enrol(i, n=40):
+        return _reply(info={"partition-id": i, "num-examples": n})
+
+    # without silo-nodes: placed by the declared id; a second claimant stops the run
+    assert assign_silos({7: enrol(0), 8: enrol(1)}, 2) == ({0: 7, 1: 8}, {0: 40, 1: 40})
+    with pytest.raises(RuntimeError, match="nodes 7 and 9 both claim partition 0"):
+        assign_silos({7: enrol(0), 9: enrol(0), 8: enrol(1)}, 2)
+    # with silo-nodes: an intruder claiming id 0 is left out, the silos are enrolled
+    node_of, _ = assign_silos({7: enrol(0), 9: enrol(0), 8: enrol(1)}, 2, [7, 8])
+    assert node_of == {0: 7, 1: 8}
+    # a listed node declaring another id is refused, and the error says why
+    with pytest.raises(RuntimeError, match=r"client\(s\) \[1\].*node 8: declares partition-id 0"):
+        assign_silos({7: enrol(0), 8: enrol(0)}, 2, [7, 8])
+    with pytest.raises(ValueError, match="silo-nodes lists 1 node"):
+        assign_silos({7: enrol(0)}, 2, [7])
+    assert _silo_nodes("") is None and _silo_nodes("12, 34 56") == [12, 34, 56]
+    with pytest.raises(ValueError, match="silo-nodes must list integer node ids"):
+        _silo_nodes("12 abc")

@@ -5,6 +5,11 @@ A node is a silo. Its data are chosen by the node config: ``partition-id`` picks
 to an ``.npz`` with ``x_train``, ``y_train``, ``x_test``, ``y_test`` float/int arrays
 (a real silo). The reply carries the trained model and the sample count, never data.
 HCCT-P's personal head stays in the node's context between rounds.
+
+A silo may cap the evaluations it runs between two training rounds with the node config
+``max-evaluations`` (0, the default, sets no cap): every evaluation answers with one
+error rate, and a server that sends crafted models can read the silo's label histogram
+from a handful of them (docs/deploy.md, "What a server can learn").
 """
 
 from __future__ import annotations
@@ -58,6 +63,18 @@ def _client_data(cfg, context: Context) -> tuple:
     return i, _DATA_CACHE[key][i]
 
 
+def _count_evaluation(context: Context) -> None:
+    """Refuse an evaluation beyond the node's ``max-evaluations`` since its last training."""
+    cap = int(context.node_config.get("max-evaluations", 0))
+    done = int(context.state["evaluations"]["n"]) if "evaluations" in context.state else 0
+    if cap > 0 and done >= cap:
+        raise PermissionError(
+            f"this silo answers at most {cap} evaluation(s) between two training rounds "
+            "(node config max-evaluations)"
+        )
+    context.state["evaluations"] = MetricRecord({"n": done + 1})
+
+
 def _keeps_head(cfg) -> bool:
     """Whether the run's scheme keeps each client's classifier local (HCCT-P)."""
     return SCHEME_CLASSES[cfg.scheme].keep_head
@@ -98,6 +115,7 @@ def make_client_app(cfg=None) -> ClientApp:
         start = _keep_head(c, model, from_record(msg.content["model"]), context)
         trainer = SGDTrainer(model, c.local_epochs, c.batch_size, seed=c.seed)
         res = trainer.train_one(start, data, float(conf["lr"]), int(conf["epoch"]), i)
+        context.state["evaluations"] = MetricRecord({"n": 0})
         if _keeps_head(c):
             context.state["head"] = ArrayRecord(
                 {k: res.state[k].detach().clone() for k in head_names(model)}
@@ -116,6 +134,7 @@ def make_client_app(cfg=None) -> ClientApp:
     @app.evaluate()
     def evaluate_(msg: Message, context: Context) -> Message:
         c, model, _, data = setup(msg, context)
+        _count_evaluation(context)
         state = _keep_head(c, model, from_record(msg.content["model"]), context)
         on_train = msg.content["config"].get("split", "test") == "train"
         x, y = (data.x_train, data.y_train) if on_train else (data.x_test, data.y_test)

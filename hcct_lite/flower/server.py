@@ -25,7 +25,7 @@ from ..training.models import build_model
 from ..training.replies import Rejected
 from .common import config_from_run_config, config_to_text, from_record, to_record
 
-__all__ = ["FlowerBackend", "make_server_app", "app"]
+__all__ = ["FlowerBackend", "assign_silos", "make_server_app", "app"]
 
 log = logging.getLogger("hcct_lite")
 
@@ -42,6 +42,9 @@ class FlowerBackend:
     discovery_timeout : seconds to wait for the enrolment replies; each node's first reply
         starts its ClientApp (imports, data loading), much slower than a training round on
         a loaded machine, so it has its own, generous timeout
+    silo_nodes : optional list of N node ids, client i = ``silo_nodes[i]``: silos are then
+        known by the identity the SuperLink authenticated, not by the partition id they
+        declare (see :func:`assign_silos`)
     """
 
     def __init__(
@@ -51,8 +54,10 @@ class FlowerBackend:
         round_timeout: float = 120.0,
         wait_nodes: float = 120.0,
         discovery_timeout: float = 300.0,
+        silo_nodes=None,
     ):
         self.grid, self.cfg, self.timeout = grid, cfg, round_timeout
+        self.silo_nodes = silo_nodes
         self.discovery_timeout = discovery_timeout
         self.config_text = config_to_text(cfg)
         model = build_model(cfg.model)
@@ -76,24 +81,7 @@ class FlowerBackend:
         replies = self._round(
             {n: RecordDict() for n in nodes}, "query", timeout=self.discovery_timeout
         )
-        node_of, sizes = {}, {}
-        for node, reply in replies.items():
-            i, size = _enrolment(reply, self.cfg.n_clients)
-            if i is None:
-                log.warning("node %s not enrolled: %s", node, size)
-                continue
-            if i in node_of:
-                raise RuntimeError(
-                    f"nodes {node_of[i]} and {node} both claim partition {i}: refusing to guess "
-                    "which one is the silo"
-                )
-            node_of[i], sizes[i] = node, size
-        missing = sorted(set(range(self.cfg.n_clients)) - set(node_of))
-        if missing:
-            raise RuntimeError(
-                f"no node answered for clients {missing} ({len(nodes)} node(s) connected)"
-            )
-        return node_of, sizes
+        return assign_silos(replies, self.cfg.n_clients, self.silo_nodes, len(nodes))
 
     def _round(self, contents: dict, message_type: str, group: str = "", timeout=None) -> dict:
         """Send ``contents[node]`` to each node; return ``node -> reply`` of those answering.
@@ -180,6 +168,59 @@ class FlowerBackend:
             return Rejected(f"unreadable probe reply: {type(err).__name__}: {err}")
 
 
+def assign_silos(replies: dict, n_clients: int, silo_nodes=None, connected=None) -> tuple:
+    """Map the nodes that answered the enrolment query to clients 0..N-1.
+
+    Parameters
+    ----------
+    replies : dict node id -> enrolment reply
+    n_clients : N
+    silo_nodes : optional list of N node ids. With SuperNode authentication a node id is
+        bound to a registered key, so client i is node ``silo_nodes[i]``; any other node is
+        left out, and a listed node that declares another partition id is refused (its data
+        would not be client i's). Without it, nodes are placed by the partition id they
+        declare, and two nodes claiming one id stop the run.
+    connected : number of nodes connected, for the error message
+
+    Returns
+    -------
+    node_of : dict client -> node id;  sizes : dict client -> declared training samples
+    """
+    if silo_nodes is not None and len(silo_nodes) != n_clients:
+        raise ValueError(f"silo-nodes lists {len(silo_nodes)} node(s); n-clients is {n_clients}")
+    node_of, sizes, refused = {}, {}, []
+    for node, reply in replies.items():
+        i, size = _enrolment(reply, n_clients)
+        if i is not None and silo_nodes is not None:
+            i, size = _identity(node, i, size, silo_nodes)
+        if i is None:
+            log.warning("node %s not enrolled: %s", node, size)
+            refused.append(f"node {node}: {size}")
+            continue
+        if i in node_of:
+            raise RuntimeError(
+                f"nodes {node_of[i]} and {node} both claim partition {i}: refusing to guess "
+                "which one is the silo"
+            )
+        node_of[i], sizes[i] = node, size
+    missing = sorted(set(range(n_clients)) - set(node_of))
+    if missing:
+        seen = f"{connected if connected is not None else len(replies)} node(s) connected"
+        why = f"; refused: {'; '.join(refused)}" if refused else ""
+        raise RuntimeError(f"no node enrolled as client(s) {missing} ({seen}){why}")
+    return node_of, sizes
+
+
+def _identity(node, i: int, size: int, silo_nodes) -> tuple:
+    """``(client, samples)`` of an enrolled node under ``silo-nodes``, or ``(None, why)``."""
+    if node not in silo_nodes:
+        return None, "not a silo of this run (not in silo-nodes)"
+    client = silo_nodes.index(node)
+    if client != i:
+        return None, f"declares partition-id {i}, but silo-nodes makes it client {client}"
+    return i, size
+
+
 def _enrolment(reply, n_clients: int) -> tuple:
     """``(partition id, samples)`` a node declares, or ``(None, why not)``."""
     try:
@@ -192,6 +233,15 @@ def _enrolment(reply, n_clients: int) -> tuple:
     if not (size.is_integer() and size >= 1):
         return None, f"num-examples {size:g} is not a positive integer"
     return int(i), int(size)
+
+
+def _silo_nodes(text: str):
+    """The run config's ``silo-nodes`` ("id0 id1 ...", commas allowed) as ints, or None."""
+    words = str(text).replace(",", " ").split()
+    try:
+        return [int(w) for w in words] or None
+    except ValueError:
+        raise ValueError(f"silo-nodes must list integer node ids; got {text!r}") from None
 
 
 def make_server_app(cfg=None, json_path=None, round_timeout=None) -> ServerApp:
@@ -209,7 +259,10 @@ def make_server_app(cfg=None, json_path=None, round_timeout=None) -> ServerApp:
         c = cfg if cfg is not None else config_from_run_config(rc)
         timeout = round_timeout or float(rc.get("round-timeout", 120.0))
         discovery = float(rc.get("discovery-timeout", 300.0))
-        backend = FlowerBackend(grid, c, round_timeout=timeout, discovery_timeout=discovery)
+        silos = _silo_nodes(rc.get("silo-nodes", ""))
+        backend = FlowerBackend(
+            grid, c, round_timeout=timeout, discovery_timeout=discovery, silo_nodes=silos
+        )
         result = run_experiment(c, progress=False, backend=backend)
         result["runtime"] = "flower"
         path = json_path or rc.get("json-out")

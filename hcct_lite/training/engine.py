@@ -190,7 +190,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         epoch_seconds.append(time.perf_counter() - t_epoch)
         history.append(entry)
         if entry["mean_test_error"] is None:  # nobody answered: stop, keep what we have
-            status = {"state": "stopped", "epoch": t, "reason": "no client answered"}
+            status = {"state": "stopped", "epoch": t, "reason": _no_answer(screen, t)}
             break
         if bar is not None:
             bar.update(1)
@@ -219,6 +219,12 @@ def _progress_bar(cfg):
     # disable=None: no bar when output is not a terminal (logs, CI)
     desc = f"{cfg.task}/{cfg.scheme}/seed {cfg.seed}"
     return tqdm(total=cfg.epochs, desc=desc, leave=False, disable=None)
+
+
+def _no_answer(screen, t: int) -> str:
+    """Why an epoch has no test error: silence, or every reply rejected (say how many)."""
+    n = sum(r["epoch"] == t for r in screen.rejected)
+    return f"no client answered acceptably ({n} replies rejected)" if n else "no client answered"
 
 
 def run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen) -> tuple:
