@@ -151,87 +151,104 @@ def wait_for(condition, timeout: float, what: str) -> None:
         time.sleep(0.5)
 
 
-# scheme -> (extra run config, replies that make the first epoch per client, seconds to wait)
-SCHEMES = {
-    "hcct": ("", 3, 180),  # query, train, evaluate
-    "ifca": (" cluster-models=2", 5, 360),  # query, two probes, train, evaluate
+POISON_APP = Path(__file__).parent / "flower_poison_app"
+# name -> (scheme, extra run config, app, node config of poisoned silos, replies that make
+# the first epoch per client, seconds to wait for the result)
+SCENARIOS = {
+    "hcct": ("hcct", "", APP, {}, 3, 420),  # query, train, evaluate
+    "ifca": ("ifca", " cluster-models=2", APP, {}, 5, 600),  # query, 2 probes, train, evaluate
+    # silo 1's ClientApp sends NaN weights after every training round
+    "hcct-poisoned": ("hcct", "", POISON_APP, {1: ' poison="nan"'}, 3, 420),
 }
 
 
-@pytest.mark.parametrize("scheme", sorted(SCHEMES))
-def test_a_run_over_tls_survives_a_dead_client(tmp_path, scheme):
-    extra, per_client, patience = SCHEMES[scheme]
-    t0 = time.monotonic()
+def _environment(tmp_path: Path, link_port: int) -> dict:
+    """Certificates, SuperNode keys and a Flower home naming the SuperLink, as env vars."""
     make_certificates(tmp_path)
     make_node_keys(tmp_path, [f"silo{i}" for i in range(N_CLIENTS)] + ["intruder"])
     home = tmp_path / "flwr-home"
     home.mkdir()
-    link_port = free_port()
     (home / "config.toml").write_text(
         '[superlink]\ndefault = "hcct-tls"\n\n[superlink.hcct-tls]\n'
         f'address = "127.0.0.1:{link_port}"\nroot-certificates = "{tmp_path / "ca.crt"}"\n'
     )
-    env = {
+    return {
         **os.environ,
         "FLWR_HOME": str(home),
         "PYTHONUNBUFFERED": "1",
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
     }
-    procs = Processes(tmp_path, env)
-    out = tmp_path / "result.json"
-    submit = None
-    try:
+
+
+def _start_federation(procs: Processes, tmp_path: Path, link_port: int, poisoned: dict) -> list:
+    """SuperLink with SuperNode auth, the registered silos, and a refused intruder.
+
+    Returns the silos' node ids, in client order.
+    """
+    procs.start(
+        "superlink", "flower-superlink", "--ssl-ca-certfile", "ca.crt", "--ssl-certfile",
+        "server.pem", "--ssl-keyfile", "server.key", "--port", str(link_port),
+        "--disable-runtime-dependency-installation", "--enable-supernode-auth",
+    )  # fmt: skip
+    wait_for(lambda: "Uvicorn running on https" in procs.log("superlink"), 60, "the SuperLink")
+    silos = [register(tmp_path / f"silo{i}.pub", procs.env) for i in range(N_CLIENTS)]
+    # the intruder's key is not registered; it claims silo 1's partition id
+    for i, name in [(i, f"silo{i}") for i in range(N_CLIENTS)] + [(1, "intruder")]:
+        node_config = f"partition-id={i}" + (poisoned.get(i, "") if name != "intruder" else "")
         procs.start(
-            "superlink",
-            "flower-superlink",
-            "--ssl-ca-certfile",
-            "ca.crt",
-            "--ssl-certfile",
-            "server.pem",
-            "--ssl-keyfile",
-            "server.key",
-            "--port",
-            str(link_port),
-            "--disable-runtime-dependency-installation",
-            "--enable-supernode-auth",
-        )
-        wait_for(
-            lambda: "Uvicorn running on https" in procs.log("superlink"), 60, "the SuperLink (TLS)"
-        )
-        silos = [register(tmp_path / f"silo{i}.pub", env) for i in range(N_CLIENTS)]
-        for i, name in [(i, f"silo{i}") for i in range(N_CLIENTS)] + [(1, "intruder")]:
-            procs.start(
-                name,
-                "flower-supernode",
-                "--root-certificates",
-                "ca.crt",
-                "--superlink",
-                f"127.0.0.1:{link_port}",
-                "--port",
-                str(free_port()),
-                "--node-config",
-                f"partition-id={i}",  # the intruder claims silo 1's id
-                "--auth-supernode-private-key",
-                name,
-            )
-        for i in range(N_CLIENTS):
-            wait_for(lambda i=i: "SuperNode ID" in procs.log(f"silo{i}"), 60, f"silo {i}")
-        # an unregistered key is refused: the SuperNode gives up, never gets an id
-        wait_for(lambda: procs.procs["intruder"].poll() is not None, 60, "the intruder's exit")
-        assert procs.procs["intruder"].returncode != 0
-        assert "Failed to activate SuperNode" in procs.log("intruder")
-        assert "SuperNode ID" not in procs.log("intruder")
+            name, "flower-supernode", "--root-certificates", "ca.crt", "--superlink",
+            f"127.0.0.1:{link_port}", "--port", str(free_port()), "--node-config", node_config,
+            "--auth-supernode-private-key", name,
+        )  # fmt: skip
+    for i in range(N_CLIENTS):
+        wait_for(lambda i=i: "SuperNode ID" in procs.log(f"silo{i}"), 60, f"silo {i}")
+    # an unregistered key is refused: the SuperNode gives up, never gets an id
+    wait_for(lambda: procs.procs["intruder"].poll() is not None, 60, "the intruder's exit")
+    assert procs.procs["intruder"].returncode != 0
+    assert "Failed to activate SuperNode" in procs.log("intruder")
+    assert "SuperNode ID" not in procs.log("intruder")
+    return silos
+
+
+def _check(result: dict, scheme: str, silos: list, bad: set) -> None:
+    """The run finished without the dead silo, and never used a poisoned silo's reply."""
+    assert result["runtime"] == "flower" and len(result["history"]) == EPOCHS
+    assert result["scheme"] == scheme and result["status"] == {"state": "complete"}
+    assert result["domains"] == [f"node {n}" for n in silos]  # client i is silo i's key
+    first, last = result["history"][0], result["history"][-1]
+    assert first["missing"] == sorted(bad)
+    assert all((e is None) == (i in bad) for i, e in enumerate(first["client_test_error"]))
+    gone = sorted(bad | {DEAD})
+    assert last["missing"] == gone and all(last["client_test_error"][i] is None for i in gone)
+    healthy = sorted(set(range(N_CLIENTS)) - set(gone))
+    assert sorted(i for g in last["groups"] for i in g) == healthy
+    errors = [e for e in last["client_test_error"] if e is not None]
+    assert result["final"]["mean"] == pytest.approx(sum(errors) / len(healthy))
+    assert {r["client"] for r in result["rejected"]} == bad
+    assert all("non-finite" in r["reason"] for r in result["rejected"])
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_a_run_over_tls_survives_a_dead_client(tmp_path, scenario):
+    scheme, extra, app, poisoned, per_client, patience = SCENARIOS[scenario]
+    t0 = time.monotonic()
+    link_port = free_port()
+    procs = Processes(tmp_path, _environment(tmp_path, link_port))
+    out, submit = tmp_path / "result.json", None
+    try:
+        silos = _start_federation(procs, tmp_path, link_port, poisoned)
         config = (
-            f'scheme="{scheme}" epochs={EPOCHS} n-clients={N_CLIENTS} round-timeout=30.0'
+            f'scheme="{scheme}" epochs={EPOCHS} n-clients={N_CLIENTS} round-timeout=60.0'
             f' json-out="{out}" silo-nodes="{" ".join(map(str, silos))}"{extra}'
         )
         # hcct-lite's wrapper of `flwr run`: it waits for the run and returns its outcome
         submit = subprocess.Popen(
-            [str(BIN / "hcct-lite"), "flower-run", str(APP), "hcct-tls", "--run-config", config],
-            env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [str(BIN / "hcct-lite"), "flower-run", str(app), "hcct-tls", "--run-config", config],
+            env=procs.env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True,
         )  # fmt: skip
         replies = lambda: procs.log("superlink").count("Push replies from node_id")  # noqa: E731
-        wait_for(lambda: replies() >= per_client * N_CLIENTS, 240, "the first epoch")
+        wait_for(lambda: replies() >= per_client * N_CLIENTS, 300, "the first epoch")
         procs.kill(f"silo{DEAD}")
         wait_for(out.exists, patience, "the result JSON")
         result = json.loads(out.read_text())
@@ -241,15 +258,5 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scheme):
         if submit is not None and submit.poll() is None:
             submit.kill()
         procs.stop_all()
-    assert result["runtime"] == "flower" and len(result["history"]) == EPOCHS
-    assert result["scheme"] == scheme
-    assert result["domains"] == [f"node {n}" for n in silos]  # client i is silo i's key
-    first, last = result["history"][0], result["history"][-1]
-    assert first["missing"] == [] and all(e is not None for e in first["client_test_error"])
-    assert last["missing"] == [DEAD] and last["client_test_error"][DEAD] is None
-    assert all(DEAD not in g for g in last["groups"])
-    assert sorted(i for g in last["groups"] for i in g) == [0, 1]
-    assert result["final"]["mean"] == pytest.approx(
-        sum(e for e in last["client_test_error"] if e is not None) / 2
-    )
-    print(f"deployment test ({scheme}): {time.monotonic() - t0:.1f} s")
+    _check(result, scheme, silos, set(poisoned))
+    print(f"deployment test ({scenario}): {time.monotonic() - t0:.1f} s")

@@ -197,3 +197,24 @@ def test_mismatched_mappings_name_the_client():
         client_partition([a, a, {"w": np.ones(4), "b": np.ones(1)}], [1, 1, 1])
     with pytest.raises(ValueError, match="client 1: update contains NaN"):
         client_partition([a, {"w": np.array([1, np.nan, 1]), "b": np.ones(1)}], [1, 1])
+
+
+def test_the_gram_matrix_does_not_depend_on_the_thread_count():
+    # a near-tie merge must not flip with the number of threads the partition runs on
+    from threadpoolctl import threadpool_limits
+
+    from hcct_lite.partition.updates import gram_matrix
+
+    x = np.random.default_rng(0).standard_normal((12, 300_000)).astype(np.float32)
+    grams = []
+    before = torch.get_num_threads()
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            with threadpool_limits(threads):
+                grams += [gram_matrix(x), gram_matrix(torch.from_numpy(x))]
+    finally:
+        torch.set_num_threads(before)
+    assert all(np.array_equal(grams[0], g) for g in grams[1:])
+    half = torch.from_numpy(x[:, :1000]).to(torch.bfloat16)
+    assert np.array_equal(gram_matrix(half), gram_matrix(half.float().numpy()))

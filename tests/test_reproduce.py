@@ -123,3 +123,14 @@ def test_workers_give_the_same_results_as_one_process(tmp_path):
 def test_unknown_grid_is_named():
     with pytest.raises(ValueError, match="unknown grid 'nope'"):
         grid_jobs(["nope"])
+
+
+def test_provenance_records_the_thread_count_that_reproduces_a_run():
+    from hcct_lite.experiments.runner import provenance
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert provenance("cpu")["torch_threads"] == 1
+    finally:
+        torch.set_num_threads(threads)

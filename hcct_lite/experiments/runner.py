@@ -157,7 +157,11 @@ def job_path(out_dir: str, job: Job) -> str:
 
 
 def provenance(device: str) -> dict:
-    """Where a result came from: code commit, package versions and the device."""
+    """Where a result came from: code commit, package versions, the device and its threads.
+
+    The torch thread count is recorded because it changes float summation order in
+    training: the same seed gives bit-identical results at the same thread count only.
+    """
     import numpy
     import torch
 
@@ -170,6 +174,7 @@ def provenance(device: str) -> dict:
         "torch": torch.__version__,
         "numpy": numpy.__version__,
         "device": dev,
+        "torch_threads": torch.get_num_threads(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
     }
 

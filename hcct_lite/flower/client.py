@@ -88,9 +88,13 @@ def _keep_head(cfg, model, state: dict, context: Context) -> dict:
     return {**state, **{k: own[k] for k in head_names(model)}}
 
 
-def make_client_app(cfg=None) -> ClientApp:
-    """A ClientApp; with ``cfg`` fixed (simulation), else read from the run config."""
-    app = ClientApp()
+def make_client_app(cfg=None, mods=None) -> ClientApp:
+    """A ClientApp; with ``cfg`` fixed (simulation), else read from the run config.
+
+    ``mods``: Flower mods wrapped around every handler (``mod(msg, context, call_next)``),
+    e.g. for logging or for clipping what the silo sends.
+    """
+    app = ClientApp(mods=mods)
 
     def setup(msg: Message, context: Context):
         c = cfg
