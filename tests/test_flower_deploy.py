@@ -152,13 +152,13 @@ def wait_for(condition, timeout: float, what: str) -> None:
 
 
 POISON_APP = Path(__file__).parent / "flower_poison_app"
-# name -> (scheme, extra run config, app, node config of poisoned silos, replies that make
-# the first epoch per client, seconds to wait for the result)
+# name -> (scheme, extra run config, app, node config of poisoned silos, seconds to wait
+# for the result)
 SCENARIOS = {
-    "hcct": ("hcct", "", APP, {}, 3, 420),  # query, train, evaluate
-    "ifca": ("ifca", " cluster-models=2", APP, {}, 5, 600),  # query, 2 probes, train, evaluate
+    "hcct": ("hcct", "", APP, {}, 420),
+    "ifca": ("ifca", " cluster-models=2", APP, {}, 600),  # the server probes 2 models
     # silo 1's ClientApp sends NaN weights after every training round
-    "hcct-poisoned": ("hcct", "", POISON_APP, {1: ' poison="nan"'}, 3, 420),
+    "hcct-poisoned": ("hcct", "", POISON_APP, {1: ' poison="nan"'}, 420),
 }
 
 
@@ -230,7 +230,7 @@ def _check(result: dict, scheme: str, silos: list, bad: set) -> None:
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_a_run_over_tls_survives_a_dead_client(tmp_path, scenario):
-    scheme, extra, app, poisoned, per_client, patience = SCENARIOS[scenario]
+    scheme, extra, app, poisoned, patience = SCENARIOS[scenario]
     t0 = time.monotonic()
     link_port = free_port()
     procs = Processes(tmp_path, _environment(tmp_path, link_port))
@@ -247,8 +247,10 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scenario):
             env=procs.env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True,
         )  # fmt: skip
-        replies = lambda: procs.log("superlink").count("Push replies from node_id")  # noqa: E731
-        wait_for(lambda: replies() >= per_client * N_CLIENTS, 300, "the first epoch")
+        # kill a silo once epoch 0 is over: when epoch 1's training reaches it (killing it
+        # right after its last reply of epoch 0 can lose that reply in the SuperLink)
+        epoch1 = lambda: "ROUND epoch-1]" in procs.log(f"silo{DEAD}")  # noqa: E731
+        wait_for(epoch1, 300, "epoch 1 to reach the silo")
         procs.kill(f"silo{DEAD}")
         wait_for(out.exists, patience, "the result JSON")
         result = json.loads(out.read_text())
