@@ -170,6 +170,16 @@ def fig4_curves(runs) -> dict:
     return {k: np.mean(v, axis=0).tolist() for k, v in sorted(by.items())}
 
 
+def fig4_incumbents(runs) -> dict:
+    """Fig. 4: ``new clients per period -> `` the initial clients' final mean error, over seeds."""
+    by = {}
+    for r in runs:
+        n0 = r["config"]["initial_clients"]
+        errs = r["history"][-1]["client_test_error"][:n0]
+        by.setdefault(r["config"]["new_clients"], []).append(np.mean(errs))
+    return {k: float(np.mean(v)) for k, v in sorted(by.items())}
+
+
 def fig5_errors(runs) -> dict:
     """Fig. 5 from run files: ``(train_ratio, alpha) -> final mean error`` over seeds."""
     by = {}
@@ -250,12 +260,7 @@ def figure_claims(runs, grid: str) -> dict:
     """
     if grid == "fig4-cifar10":
         finals = [curve[-1] for _, curve in sorted(fig4_curves(runs).items())]
-        first = {}  # arrivals -> the initial clients' final errors, over seeds
-        for r in runs:
-            n0 = r["config"]["initial_clients"]
-            errs = r["history"][-1]["client_test_error"][:n0]
-            first.setdefault(r["config"]["new_clients"], []).append(np.mean(errs))
-        spread = np.ptp([np.mean(v) for v in first.values()])
+        spread = np.ptp(list(fig4_incumbents(runs).values()))
         return {
             "Fig. 4: more arrivals end lower (the paper)": bool(np.all(np.diff(finals) < 0)),
             "Fig. 4: the first clients end within 1 point whatever the arrivals": bool(spread < 1),
