@@ -104,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument(
         "--workers", type=int, default=1, help="processes, one torch thread each (default 1)"
     )
+    _store_options(cmp_, capability=None)
     sub_ = sub.add_parser(
         "flower-run", help="submit a run to a SuperLink (flwr run) and wait for its outcome"
     )
@@ -120,12 +121,61 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--list", action="store_true", help="list the grids and their run counts")
     rep.add_argument("--no-report", action="store_true", help="do not rewrite the report")
     rep.add_argument("--report", default="docs/reproduction.md", help="report to regenerate")
+    _store_options(rep, capability="default")
+    ver = sub.add_parser(
+        "verify", help="rerun stored CPU results in a fresh process; exit 0 if they reproduce"
+    )
+    ver.add_argument("results", nargs="+", help="result JSON files (e.g. results/*/hcct-*.json)")
+    ver.add_argument(
+        "--capability",
+        choices=["default", "avx2", "avx512"],
+        help="rerun with these CPU kernels (default: each result's recorded ones)",
+    )
+    ver.add_argument("--json", help="write the comparisons here")
     return parser
+
+
+def _store_options(p, capability) -> None:
+    p.add_argument(
+        "--reuse-older",
+        action="store_true",
+        help="reuse complete results of the same settings written by other code (each named)",
+    )
+    p.add_argument(
+        "--cpu-capability",
+        default=capability,
+        choices=["default", "avx2", "avx512", "machine"],
+        help="torch's CPU kernels for every run: default, avx2, avx512 or machine "
+        f"(default {capability or 'machine'}; on a GPU the CPU's own)",
+    )
+
+
+def _capability(args):
+    """The CPU kernels to pin: None for the machine's own or for a GPU run."""
+    if args.cpu_capability in (None, "machine") or getattr(args, "device", "cpu") != "cpu":
+        return None
+    return args.cpu_capability
+
+
+def _verify(args) -> int:
+    from .experiments.results import write_json
+    from .experiments.store import check_output_path
+    from .experiments.verify import load_for_verify, verify
+
+    if args.json is not None:
+        check_output_path(args.json, what="--json")
+    for path in args.results:  # every argument checked before the first rerun
+        load_for_verify(path)
+    reports = [verify(p, args.capability) for p in args.results]
+    if args.json is not None:
+        write_json(args.json, reports)
+    return 0 if all(r["reproduces"] for r in reports) else 1
 
 
 def _reproduce(args) -> int:
     from .experiments.paper_grids import GRIDS, grid_jobs
     from .experiments.runner import run_jobs
+    from .experiments.store import check_output_path
 
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1; got {args.workers}")
@@ -135,7 +185,15 @@ def _reproduce(args) -> int:
         for name in names:
             print(f"{name:24s} {sum(j.grid == name for j in jobs):4d} runs")
         return 0
-    run_jobs(jobs, args.out, args.workers, args.device)
+    check_output_path(args.out, folder=True, what="--out")
+    run_jobs(
+        jobs,
+        args.out,
+        args.workers,
+        args.device,
+        reuse_older=args.reuse_older,
+        cpu_capability=_capability(args),
+    )
     if not args.no_report:
         from .experiments.report import write_report
 
@@ -170,6 +228,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "reproduce":
             return _reproduce(args)
+        if args.command == "verify":
+            return _verify(args)
         if args.command == "flower-run":
             from .flower.submit import submit_and_wait
 
@@ -188,12 +248,12 @@ def main(argv=None) -> int:
             from .training.config import parse_partition
 
             overrides["partition"] = parse_partition(args.partition)
-        from .experiments.results import check_writable
+        from .experiments.store import check_output_path
 
-        if getattr(args, "json", None):
-            check_writable(args.json, what="--json")
+        if getattr(args, "json", None) is not None:
+            check_output_path(args.json, what="--json")
         if args.command == "compare":
-            check_writable(args.out, folder=True, what="--out")
+            check_output_path(args.out, folder=True, what="--out")
         if args.command == "flower-sim":
             from .training.config import make_config
 
@@ -223,6 +283,8 @@ def main(argv=None) -> int:
             args.out,
             progress=not args.quiet,
             workers=args.workers,
+            reuse_older=args.reuse_older,
+            cpu_capability=_capability(args),
             **overrides,
         )
         print(save_tables(results, schemes, [args.task], args.out))

@@ -14,6 +14,9 @@ BAD += [(o, v) for o in ("--lr", "--alpha") for v in ("nan", "inf", "-1", "x")]
 BAD += [("--lr", "0"), ("--lr-decay", "0"), ("--lr-decay", "1.5"), ("--lr-decay", "nan")]
 BAD += [("--train-ratio", v) for v in ("0", "1", "nan", "-0.5")]
 BAD += [("--seed", str(2**32)), ("--seed", str(2**70)), ("--seed", "-1")]
+# counts far beyond what a task can use: one line at once, not an overflow or hours of memory
+BAD += [(o, "99999999999999999999") for o in INT_OPTIONS]
+BAD += [("--samples", "99999999999999999999"), ("--lr", "1e-30")]
 
 
 def _name(option):
@@ -21,7 +24,7 @@ def _name(option):
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(bad=st.sampled_from(BAD), negative=st.integers(max_value=-1), pick=st.booleans())
 def test_bad_numbers_exit_2_with_one_line_naming_the_argument(bad, negative, pick, capsys):

@@ -113,7 +113,10 @@ def test_cli_compare_prints_both_tables(tmp_path, capsys):
         (["--task", "nope", "--scheme", "hcct"], "unknown task 'nope'"),
         (["--task", "rotated-digits", "--scheme", "x"], "unknown scheme 'x'"),
         (["--task", "rotated-digits", "--scheme", "hcct", "--alpha", "-1"], "alpha must be >= 0"),
-        (["--task", "rotated-digits", "--scheme", "hcct", "--epochs", "0"], "epochs must be >= 1"),
+        (
+            ["--task", "rotated-digits", "--scheme", "hcct", "--epochs", "0"],
+            "epochs must be in [1, 100000]",
+        ),  # noqa: E501
         (["--task", "rotated-digits", "--scheme", "hcct", "--samples", "1"], "too few to split"),
         (
             [

@@ -87,6 +87,26 @@ def test_npz_in_the_data_dir_is_used(tmp_path, monkeypatch):
     assert torch.equal(ds.x[1].permute(1, 2, 0), torch.from_numpy(x[1]))
 
 
+@pytest.mark.parametrize(
+    ("labels", "words"),
+    [
+        ([0, 1, 99, 3], "sample 2 has 99"),
+        ([0, -1, 2, 3], "sample 1 has -1"),
+        ([0.0, 1.0, np.nan, 3.0], "sample 2 has nan"),
+        ([0.0, 1.5, 2.0, 3.0], "sample 1 has 1.5"),
+    ],
+)
+def test_a_data_file_with_bad_labels_is_named(tmp_path, monkeypatch, labels, words):
+    x = np.zeros((4, 5, 5), dtype=np.uint8)
+    path = tmp_path / "synthdigits.npz"
+    np.savez(path, x=x, y=np.array(labels), official_split=np.array([0, 0, 1, 1]))
+    monkeypatch.setenv("HCCT_DATA_DIR", str(tmp_path))
+    with pytest.raises(ValueError) as err:
+        load_dataset("synthdigits")
+    msg = str(err.value)
+    assert msg.startswith(str(path)) and "labels must be integers in 0..9" in msg and words in msg
+
+
 def test_halfnormal_counts_and_iid_split():
     rng = np.random.default_rng(0)
     counts = halfnormal_counts(20, 2400, rng, minimum=2)

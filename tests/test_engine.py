@@ -140,7 +140,7 @@ def test_grid_resumes_after_a_kill(tmp_path):
         ({"task": "nope"}, "unknown task 'nope'"),
         ({"scheme": "fedprox"}, "unknown scheme 'fedprox'"),
         ({"alpha": -1.0}, "alpha must be >= 0"),
-        ({"epochs": 0}, "epochs must be >= 1"),
+        ({"epochs": 0}, "epochs must be in \\[1, 100000\\]"),
         ({"train_ratio": 1.0}, "train_ratio must be in"),
         ({"soft_groups": 9}, "soft_groups must be in"),
     ],
@@ -196,3 +196,19 @@ def test_every_scheme_survives_a_client_missing_for_one_epoch(scheme):
     assert all(3 not in g for g in h[2]["groups"])
     assert h[3]["missing"] == [] and h[3]["client_test_error"][3] is not None
     assert np.isfinite(r["final"]["mean"])
+
+
+def test_final_errors_are_keyed_by_client_so_a_missing_one_shows():
+    from hcct_lite.training.engine import LocalBackend, init_model
+
+    cfg = make_config("rotated-digits", "hcct", 0, epochs=3)
+    inner = LocalBackend(cfg, build_clients(cfg), init_model(cfg, 0, "cpu"), "cpu")
+    r = run_experiment(cfg, progress=False, backend=DroppingBackend(inner, drop=5, epoch=2))
+    f = r["final"]
+    assert len(f["client_test_error"]) == 8 and f["client_test_error"][5] is None
+    assert f["missing"] == [5]
+    answered = [e for i, e in enumerate(f["client_test_error"]) if i != 5]
+    assert f["mean"] == pytest.approx(np.mean(answered))
+    # each client's best epoch is its own, whatever epoch it missed
+    assert f["best_over_epochs"]["client_test_error"][5] is not None
+    assert f["best_over_epochs"]["missing"] == []

@@ -158,7 +158,7 @@ def test_optimal_rejects_large_n():
         (np.array([[1.0, np.nan], [1.0, 0.0]]), [1, 1], {}, "client 0: update contains NaN"),
         (np.array([[1.0, 0.0], [np.inf, 0.0]]), [1, 1], {}, "client 1: update contains NaN or Inf"),
         (np.array([[1.0, 0.0], [0.0, 0.0]]), [1, 1], {}, "client 1: update is all zeros"),
-        (np.array([[1.0e200, 0.0], [1.0, 0.0]]), [1, 1], {}, "client 0: update is too large"),
+        (np.array([[1.0e200, 0.0], [1.0, 0.0]]), [1, 1], {}, "client 1: update is too small next"),
         (np.eye(2), [1, 0], {}, "client 1: size 0 must be > 0"),
         (np.eye(2), [1, -3], {}, "client 1: size -3 must be > 0"),
         (np.eye(2), [1.5, 2], {}, "client 0: size 1.5 is not an integer"),
@@ -218,3 +218,34 @@ def test_the_gram_matrix_does_not_depend_on_the_thread_count():
     assert all(np.array_equal(grams[0], g) for g in grams[1:])
     half = torch.from_numpy(x[:, :1000]).to(torch.bfloat16)
     assert np.array_equal(gram_matrix(half), gram_matrix(half.float().numpy()))
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-160, 1e150, 1e200])
+def test_tiny_or_huge_updates_partition_as_their_unit_scale_copies(scale):
+    rng = np.random.default_rng(3)
+    base = np.repeat(rng.normal(size=(3, 20)), 2, axis=0) + 0.1 * rng.normal(size=(6, 20))
+    sizes = [5, 7, 5, 7, 5, 7]
+    want = client_partition(base, sizes, alpha=2.0)
+    got = client_partition(base * scale, sizes, alpha=2.0)
+    assert got.groups == want.groups and len(want.groups) == 3
+    np.testing.assert_allclose(got.utilities, want.utilities, rtol=1e-12)
+
+
+def test_alpha_of_the_wrong_type_names_the_type():
+    with pytest.raises(TypeError, match="got None"):
+        client_partition(np.eye(2), [1, 1], alpha=None)
+    with pytest.raises(TypeError, match="got dict"):
+        client_partition(np.eye(2), [1, 1], alpha={"a": 1})
+
+
+def test_a_benefit_within_float_noise_of_zero_is_no_gain():
+    from hcct_lite.partition.reference import naive_partition
+    from hcct_lite.partition.utility import no_gain
+
+    # identical clients at alpha = 0: the true benefit of every merge is exactly 0
+    same = np.tile(np.random.default_rng(0).normal(size=(1, 50)), (4, 1))
+    assert client_partition(same, [3, 5, 7, 9], alpha=0.0).n_groups == 4
+    assert len(naive_partition(same, [3, 5, 7, 9], np.zeros(4))[0]) == 4
+    assert no_gain(4.4e-16, 1.0, 1.0, 2) and not no_gain(1e-9, 1.0, 1.0, 2)
+    # a real gain, however small next to 1 (here about 1e-7), is still taken
+    assert client_partition(same, [3, 5, 7, 9], alpha=1e-6).n_groups == 1

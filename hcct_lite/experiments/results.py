@@ -22,8 +22,13 @@ def result_path(out_dir: str, task: str, scheme: str, seed: int) -> str:
 
 
 def write_json(path: str, obj) -> None:
-    """Write ``obj`` as JSON atomically: a killed run never leaves a half-written file."""
+    """Write ``obj`` as JSON atomically: a killed run never leaves a half-written file.
+
+    Never replaces anything but a regular file (a device or a FIFO stays what it is).
+    """
     folder = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise ValueError(f"{path}: is not a regular file; results are never written over one")
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
@@ -35,27 +40,6 @@ def write_json(path: str, obj) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-
-
-def check_writable(path: str, folder: bool = False, what: str = "--json") -> None:
-    """Raise ``ValueError`` naming ``what`` unless results can be written at ``path``.
-
-    Called before any training, so a bad output path never costs a finished run.
-    ``folder``: ``path`` is a folder to write files into (created if needed); otherwise a
-    file (not an existing folder) whose parent folder is created if needed.
-    """
-    target = os.path.abspath(path)
-    if folder and os.path.isfile(target):
-        raise ValueError(f"{what} {path}: is a file, not a folder")
-    if not folder and os.path.isdir(target):
-        raise ValueError(f"{what} {path}: is a folder; give a file name such as out.json")
-    parent = target if folder else os.path.dirname(target)
-    try:
-        os.makedirs(parent, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=parent, prefix=".check-"):
-            pass
-    except OSError as err:
-        raise ValueError(f"{what} {path}: cannot write there ({err.strerror or err})") from None
 
 
 def read_results(paths) -> list:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-import platform
 from dataclasses import dataclass, field
 
 from ..training.config import SCHEMES, make_config
 from ..training.engine import run_experiment
+from ..training.provenance import kernel_env, provenance
 from .results import read_results, result_path, tables, to_csv, to_markdown, write_json
+from .store import OTHER_CODE, clean_temp_files, reuse_problem
 
 __all__ = [
     "Job",
@@ -20,7 +21,6 @@ __all__ = [
     "save_tables",
     "first_updates",
     "code_fingerprint",
-    "stale_reason",
 ]
 
 
@@ -46,14 +46,24 @@ def run_one(task, scheme, seed, json_path=None, progress=True, **overrides) -> d
 
 
 def run_grid(
-    task, schemes, seeds, out_dir, progress=True, log=print, workers=1, **overrides
+    task,
+    schemes,
+    seeds,
+    out_dir,
+    progress=True,
+    log=print,
+    workers=1,
+    reuse_older=False,
+    cpu_capability=None,
+    **overrides,
 ) -> list:
     """Run every (scheme, seed) of ``task``; skip runs whose JSON already exists.
 
     Each run's JSON is written atomically as soon as it finishes, so a killed grid
     resumes where it stopped, losing at most the runs in progress. ``workers`` > 1 runs
     them in that many processes of one torch thread each; the results are the same.
-    Returns the results in (scheme, seed) order.
+    ``reuse_older`` and ``cpu_capability``: see :func:`run_jobs`. Returns the results in
+    (scheme, seed) order.
     """
     schemes = list(SCHEMES) if schemes in (None, "all", ["all"]) else list(schemes)
     jobs = [
@@ -61,7 +71,15 @@ def run_grid(
         for s in schemes
         for seed in seeds
     ]
-    run_jobs(jobs, out_dir, workers, log=log, progress=progress)
+    run_jobs(
+        jobs,
+        out_dir,
+        workers,
+        log=log,
+        progress=progress,
+        reuse_older=reuse_older,
+        cpu_capability=cpu_capability,
+    )
     return read_results([result_path(out_dir, j.task, j.scheme, j.seed) for j in jobs])
 
 
@@ -156,45 +174,6 @@ def job_path(out_dir: str, job: Job) -> str:
     return os.path.join(out_dir, job.grid, f"{job.name}.json")
 
 
-def provenance(device: str) -> dict:
-    """Where a result came from: code commit, package versions, the device and its threads.
-
-    The torch thread count is recorded because it changes float summation order in
-    training: the same seed gives bit-identical results at the same thread count only.
-    """
-    import numpy
-    import torch
-
-    dev = device
-    if device.startswith("cuda") and torch.cuda.is_available():
-        dev = f"cuda ({torch.cuda.get_device_name(0)})"
-    return {
-        "code_commit": os.environ.get("HCCT_CODE_COMMIT") or _git_commit(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "numpy": numpy.__version__,
-        "device": dev,
-        "torch_threads": torch.get_num_threads(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-    }
-
-
-def _git_commit():
-    import subprocess
-
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=os.path.dirname(os.path.abspath(__file__)),
-        )
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 def _slim(result: dict, keep_cosines_epoch: int = 1) -> dict:
     """Drop per-epoch cosines except those of one epoch (they dominate a file's size)."""
     for h in result["history"]:
@@ -227,34 +206,6 @@ def _serial(args) -> object:
         torch.set_num_threads(before)
 
 
-# settings that do not change what a run computes (where it ran, where data came from)
-_NOT_COMPARED = ("device", "data_root", "download")
-
-
-def stale_reason(path: str, cfg) -> str | None:
-    """Why the result at ``path`` cannot stand for ``cfg``: None if it can be reused.
-
-    ``"missing"``; an unreadable file (named); or the first setting whose stored value
-    differs from ``cfg``'s (the device and data location are not compared).
-    """
-    import json
-
-    if not os.path.exists(path):
-        return "missing"
-    try:
-        with open(path) as f:
-            stored = json.load(f)["config"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        return f"unreadable ({type(err).__name__}: {err})"
-    if not isinstance(stored, dict):
-        return f"unreadable (its config is a {type(stored).__name__})"
-    want = cfg.to_dict()
-    for key in sorted(set(want) | set(stored)):
-        if key not in _NOT_COMPARED and stored.get(key) != want.get(key):
-            return f"its {key} is {stored.get(key)!r}, the grid asks for {want.get(key)!r}"
-    return None
-
-
 def _run_job(args) -> tuple:
     """One run, one atomically written JSON; ``device`` None keeps the job's own."""
     job, out_dir, device = args
@@ -267,41 +218,43 @@ def _run_job(args) -> tuple:
     status = result.get("status", {"state": "complete"})
     if status["state"] != "complete":  # not written: a grid reruns it
         return job, None, f"stopped in epoch {status['epoch']}: {status['reason']}"
-    result.update(grid=job.grid, name=job.name, provenance=provenance(cfg.device))
+    result.update(grid=job.grid, name=job.name)
     write_json(job_path(out_dir, job), result)
     return job, result["final"]["mean"], result["timing"]["seconds"]
 
 
-def run_jobs(jobs, out_dir: str, workers: int = 1, device=None, log=print, progress=True) -> int:
-    """Run every job whose file is missing, in ``workers`` processes; return how many ran.
+def run_jobs(
+    jobs,
+    out_dir: str,
+    workers: int = 1,
+    device=None,
+    log=print,
+    progress=True,
+    reuse_older: bool = False,
+    cpu_capability: str | None = None,
+) -> int:
+    """Run every job whose file cannot be reused, in ``workers`` processes; return how many.
 
     Each worker process uses one torch thread (two threads per process on two busy cores
     made one run six times slower); with ``workers=1`` the runs happen in this process,
-    also with one thread.
-    Results do not depend on ``workers``. ``device`` (e.g. ``"cuda"``) overrides every
-    job's device when given. A job whose file exists is skipped only if
-    :func:`stale_reason` finds nothing against it; otherwise it is rerun, saying why.
+    also with one thread. Results do not depend on ``workers``. ``device`` (e.g.
+    ``"cuda"``) overrides every job's device when given.
+
+    A job whose file exists is skipped only if
+    :func:`~hcct_lite.experiments.store.reuse_problem` finds nothing against it (complete,
+    well formed, same settings, same code; results of other code too with
+    ``reuse_older``, each named); otherwise it is rerun, saying why. ``cpu_capability``
+    (e.g. ``"default"``) runs every job in a fresh process whose torch uses those SIMD
+    kernels, so that the results reproduce on any CPU that has them.
     """
     log = log or (lambda _msg: None)
     if workers < 1:
         raise ValueError(f"workers must be >= 1; got {workers}")
-    todo = []
-    for j in jobs:  # every config built (and so checked) before any run: fail fast
-        kw = dict(j.overrides) if device is None else dict(j.overrides, device=device)
-        why = stale_reason(job_path(out_dir, j), make_config(j.task, j.scheme, j.seed, **kw))
-        name = os.path.join(j.grid, j.name).lstrip("/")
-        if why is None:
-            log(f"skip {name}.json (done, same settings)")
-        else:
-            if why != "missing":
-                log(f"rerun {name}.json: {why}")
-            todo.append(j)
+    todo = _jobs_to_run(jobs, out_dir, device, reuse_older, log)
     args = [(j, out_dir, device) for j in todo]
     pool = None
-    if workers > 1 and len(todo) > 1:
-        import multiprocessing as mp
-
-        pool = mp.get_context("spawn").Pool(min(workers, len(todo)), initializer=_one_thread)
+    if todo and (cpu_capability or (workers > 1 and len(todo) > 1)):
+        pool = _pool(min(workers, len(todo)), cpu_capability)
         done = pool.imap_unordered(_run_job, args)
     else:
         done = _serial(args)
@@ -321,6 +274,68 @@ def run_jobs(jobs, out_dir: str, workers: int = 1, device=None, log=print, progr
     if failed:
         raise RuntimeError(f"{len(failed)} run(s) failed: " + "; ".join(failed))
     return len(todo)
+
+
+def _jobs_to_run(jobs, out_dir, device, reuse_older, log) -> list:
+    """The jobs whose file cannot be reused; every config is built (so checked) first."""
+    todo, folders = [], set()
+    for j in jobs:
+        kw = dict(j.overrides) if device is None else dict(j.overrides, device=device)
+        path = job_path(out_dir, j)
+        why = reuse_problem(path, make_config(j.task, j.scheme, j.seed, **kw))
+        name = os.path.join(j.grid, j.name).lstrip("/")
+        folders.add(os.path.dirname(path))
+        if why is None:
+            log(f"skip {name}.json (done, same settings)")
+        elif reuse_older and why.startswith(OTHER_CODE):
+            log(f"reuse {name}.json (--reuse-older): {why}")
+        else:
+            if why != "missing":
+                log(f"rerun {name}.json: {why}")
+            todo.append(j)
+    for folder in sorted(folders):
+        for tmp in clean_temp_files(folder):
+            log(f"removed {os.path.join(folder, tmp)} (left by a killed write)")
+    return todo
+
+
+def _pool(n: int, cpu_capability: str | None):
+    """``n`` spawned worker processes of one torch thread, with ``cpu_capability``'s kernels."""
+    import multiprocessing as mp
+
+    if cpu_capability is None:
+        return mp.get_context("spawn").Pool(n, initializer=_one_thread)
+    check_cpu_capability(cpu_capability)
+    before = dict(os.environ)
+    os.environ.clear()  # spawned workers inherit this process's environment
+    os.environ.update(kernel_env(cpu_capability, before))
+    try:
+        return mp.get_context("spawn").Pool(n, initializer=_one_thread)
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
+
+
+def check_cpu_capability(capability: str) -> None:
+    """Raise ``ValueError`` unless a fresh torch here can use ``capability``'s kernels.
+
+    ``capability`` is a name of :data:`~hcct_lite.training.provenance.CPU_KERNELS`.
+
+    torch silently falls back to the best kernels the CPU has, so ask a fresh process.
+    """
+    import subprocess
+    import sys
+
+    code = "import torch; print(torch.backends.cpu.get_cpu_capability().lower())"
+    env = kernel_env(capability)
+    got = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True
+    ).stdout.strip()
+    if got != capability.lower():
+        raise ValueError(
+            f"--cpu-capability {capability}: this CPU cannot use those kernels "
+            f"(torch uses {got or 'none'}); try default"
+        )
 
 
 def _progress(it, total, show=True):

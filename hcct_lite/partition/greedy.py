@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .updates import gram_matrix, validate_alpha, validate_sizes
-from .utility import ZERO_GROUP_RTOL, GramContext, Merge, Partition, make_partition
+from .utility import ZERO_GROUP_RTOL, GramContext, Merge, Partition, make_partition, no_gain
 
 __all__ = ["client_partition"]
 
@@ -42,8 +42,10 @@ def client_partition(updates, sizes, alpha=1.0, num_groups=None) -> Partition:
     alpha : float >= 0, array-like (N,), or ``"size"``
         Trade-off between data volume and similarity; ``"size"`` means ``alpha_i = D_i``.
     num_groups : int in [1, N] or None
-        ``None``: stop when no pair has benefit > 0 (the paper's rule). An int K: keep
-        merging the best pair, even at negative benefit, until exactly K groups remain.
+        ``None``: stop when no pair has benefit > 0 (the paper's rule; a benefit within
+        float noise of 0 is no gain, see :func:`~hcct_lite.partition.utility.no_gain`). An
+        int K: keep merging the best pair, even at negative benefit, until exactly K groups
+        remain.
 
     Returns
     -------
@@ -160,7 +162,8 @@ def _greedy(ctx: GramContext, num_groups=None) -> list:
         s = int(np.argmax(row_max))  # first maximum: smallest group id wins ties
         t = int(row_arg[s])
         best = float(benefit[s, t])
-        if num_groups is None and not best > 0.0:
+        members_st = len(members[s]) + len(members[t])
+        if num_groups is None and no_gain(best, sums.utility[s], sums.utility[t], members_st):
             break
         sums.merge(s, t, best)
         active[t] = False

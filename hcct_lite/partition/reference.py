@@ -9,6 +9,7 @@ it): the tests check that both make the same decisions, the notebooks and
 import numpy as np
 
 ZERO_GROUP_RTOL = 1e-12
+BENEFIT_RTOL = 1e-12  # benefits this close to 0 (relative to the utilities) are no gain
 
 
 def group_utility(vectors, sizes, alpha, members):
@@ -55,9 +56,11 @@ def naive_partition(vectors, sizes, alpha, num_groups=None):
                     cache[key] = u - util[key[0]] - util[key[1]]
                 if cache[key] > best:
                     best, best_pair = cache[key], (x, y)
-        if num_groups is None and not best > 0:
+        x, y = best_pair if best_pair else (0, 1)
+        noise = abs(util[tuple(groups[x])]) + abs(util[tuple(groups[y])])
+        noise += len(groups[x]) + len(groups[y])
+        if num_groups is None and not best > BENEFIT_RTOL * noise:
             break
-        x, y = best_pair
         merged = sorted(groups[x] + groups[y])
         util[tuple(merged)] = util[tuple(groups[x])] + util[tuple(groups[y])] + best
         groups[x] = merged

@@ -159,6 +159,10 @@ def gram_matrix(updates) -> np.ndarray:
     -------
     numpy.ndarray (N, N), float64
 
+    Updates so small or large that their squares under- or overflow float64 (1e-200,
+    1e200) are first scaled by one common power of two: the matrix is then that multiple
+    of the Gram matrix, and every cosine is exact.
+
     Raises
     ------
     ValueError
@@ -174,10 +178,46 @@ def gram_matrix(updates) -> np.ndarray:
     else:
         gram = _gram_any(updates)
         source = {"updates": updates}
+    diag = np.diag(gram)
+    if not (np.isfinite(diag) & (diag >= _TINY)).all():
+        gram = _rescaled(source, gram)
     with np.errstate(over="ignore", invalid="ignore"):
         gram = 0.5 * (gram + gram.T)  # exact symmetry: BLAS may round the two halves differently
     _check_diagonal(gram, source)
     return gram
+
+
+# Squared norms below this (or overflowing) lose digits in float64: rescale first.
+_TINY = np.finfo(np.float64).tiny * 2**60
+
+
+def _max_abs(block) -> float:
+    if _is_tensor(block):
+        b = block.detach()
+        finite = b[torch.isfinite(b)] if b.is_floating_point() else b
+        return float(finite.abs().max()) if finite.numel() else 0.0
+    b = np.asarray(block, dtype=np.float64)
+    finite = b[np.isfinite(b)]
+    return float(np.abs(finite).max()) if finite.size else 0.0
+
+
+def _rescaled(source: dict, gram: np.ndarray) -> np.ndarray:
+    """The Gram matrix of the updates times one power of two, so that none underflows.
+
+    Every update is multiplied by the same exact power of two (2^-e, e the exponent of the
+    largest entry), so every cosine, and so the partition, is unchanged; only updates
+    whose squares underflow (1e-200) or overflow (1e200) float64 take this path.
+    """
+    peak = max(_max_abs(b) for b in source.values())
+    if peak == 0.0 or not np.isfinite(peak):
+        return gram
+    scale = 2.0 ** -np.frexp(peak)[1]
+    out = 0
+    for b in source.values():
+        if _is_tensor(b):
+            b = b.detach().to(torch.float64).cpu().numpy()
+        out = out + _gram_numpy(np.asarray(b, dtype=np.float64) * scale)
+    return out
 
 
 def _check_diagonal(gram: np.ndarray, source: dict) -> None:
@@ -189,6 +229,11 @@ def _check_diagonal(gram: np.ndarray, source: dict) -> None:
         what = "contains NaN or Inf" if bad else "is too large: its squared norm overflows float64"
         raise ValueError(f"client {i}: update {what}")
     for i in np.flatnonzero(diag <= 0.0):
+        if any(_max_abs(b[i]) > 0.0 for b in source.values()):
+            raise ValueError(
+                f"client {i}: update is too small next to the others' (its squared norm "
+                "underflows float64), so its cosine similarity is undefined"
+            )
         raise ValueError(f"client {i}: update is all zeros, so its cosine similarity is undefined")
 
 
@@ -223,11 +268,19 @@ def validate_alpha(alpha, sizes: np.ndarray) -> np.ndarray:
         if alpha != "size":
             raise ValueError(f"alpha must be a number >= 0, an (N,) array or 'size'; got {alpha!r}")
         return sizes.copy()
-    if isinstance(alpha, bool):
-        raise TypeError("alpha must be a number >= 0, an (N,) array or 'size'; got a bool")
+    if isinstance(alpha, bool) or alpha is None:
+        raise TypeError(
+            "alpha must be a number >= 0, an (N,) array or 'size'; "
+            f"got {'a bool' if alpha is not None else 'None'}"
+        )
     if _is_tensor(alpha):
         alpha = alpha.detach().cpu().numpy()
-    arr = np.asarray(alpha, dtype=np.float64)
+    try:
+        arr = np.asarray(alpha, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"alpha must be a number >= 0, an (N,) array or 'size'; got {type(alpha).__name__}"
+        ) from None
     if arr.ndim == 0:
         if not np.isfinite(arr) or arr < 0:
             raise ValueError(f"alpha must be a finite number >= 0; got {float(arr)}")

@@ -13,6 +13,8 @@ import numpy as np
 
 __all__ = [
     "ZERO_GROUP_RTOL",
+    "BENEFIT_RTOL",
+    "no_gain",
     "Merge",
     "GramContext",
     "Partition",
@@ -23,6 +25,19 @@ __all__ = [
 # A group whose mean update is this small relative to its members' norms has no
 # direction: its cosine term is taken as 0 (documented in docs/partition.md).
 ZERO_GROUP_RTOL = 1e-12
+# A benefit is a difference of summed utilities, each rounded to about 1e-16 of its size:
+# a benefit within this share of the utilities involved is float noise around 0 and counts
+# as no gain (two identical clients at alpha = 0 have a true benefit of exactly 0).
+BENEFIT_RTOL = 1e-12
+
+
+def no_gain(benefit: float, u_left: float, u_right: float, members: int) -> bool:
+    """Whether merging two groups gains nothing: ``benefit`` is not above float noise.
+
+    ``u_left``, ``u_right``: the groups' summed utilities; ``members``: their clients in
+    all. The tolerance is ``BENEFIT_RTOL * (|u_left| + |u_right| + members)``.
+    """
+    return not benefit > BENEFIT_RTOL * (abs(u_left) + abs(u_right) + members)
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,12 @@ def make_config(task: str, scheme: str, seed: int = 0, **overrides) -> RunConfig
     spec["alpha"] = alphas.get(scheme, alphas["hcct"])
     spec["domains"] = list(spec.get("domains", []))
     spec.update({k: v for k, v in overrides.items() if v is not None})
+    # a task's default counts never exceed the clients a smaller federation has
+    n = spec.get("n_clients", RunConfig.n_clients)
+    if overrides.get("cluster_models") is None and isinstance(n, int) and n >= 1:
+        spec["cluster_models"] = min(spec.get("cluster_models", RunConfig.cluster_models), n)
+        if overrides.get("soft_groups") is None:
+            spec["soft_groups"] = min(spec.get("soft_groups", RunConfig.soft_groups), n)
     names = {f.name for f in dataclasses.fields(RunConfig)}
     unknown = set(spec) - names
     if unknown:
@@ -90,6 +96,36 @@ def make_config(task: str, scheme: str, seed: int = 0, **overrides) -> RunConfig
     cfg = RunConfig(task=task, scheme=scheme, seed=int(seed), **spec)
     validate_config(cfg)
     return cfg
+
+
+# Upper bounds of the count settings: far above any use, low enough that a typo fails at
+# once instead of overflowing or filling the memory hours later.
+COUNT_LIMITS = {
+    "epochs": 100_000,
+    "local_epochs": 10_000,
+    "batch_size": 10_000_000,
+    "n_clients": 10_000,
+    "samples": 10_000_000,
+    "maxfl_reference_epochs": 100_000,
+    "join_every": 100_000,
+}
+# Below this, a step of a float32 weight of size 1e-2 rounds away for gradients up to
+# about 0.1: the model comes back unchanged and every update is zero.
+MIN_LR = 1e-8
+
+
+def _check_counts(cfg: RunConfig) -> None:
+    """Every count setting is an int within its bound (:data:`COUNT_LIMITS`)."""
+    limits = dict(COUNT_LIMITS, cluster_models=cfg.n_clients, new_clients=cfg.n_clients)
+    lows = {"new_clients": 0, "samples": 0}  # samples 0: the motivating task's whole split
+    for name, high in limits.items():
+        v, low = getattr(cfg, name), lows.get(name, 1)
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ValueError(f"{name} must be an int; got {v!r}")
+        if not low <= v <= high:
+            why = " (the number of clients)" if high == cfg.n_clients and name in (
+                "cluster_models", "new_clients") else ""  # fmt: skip
+            raise ValueError(f"{name} must be in [{low}, {high}]{why}; got {v}")
 
 
 def validate_config(cfg: RunConfig) -> None:
@@ -100,32 +136,32 @@ def validate_config(cfg: RunConfig) -> None:
             raise ValueError(what)
 
     need(
+        isinstance(cfg.n_clients, (int, np.integer)) and 1 <= cfg.n_clients <= 10_000,
+        f"n_clients must be an int in [1, 10000]; got {cfg.n_clients}",
+    )
+    _check_counts(cfg)
+
+    need(
         isinstance(cfg.seed, int) and 0 <= cfg.seed < 2**32,
         f"seed must be an int in [0, 2**32); got {cfg.seed}",
     )
-    need(cfg.epochs >= 1, f"epochs must be >= 1; got {cfg.epochs}")
     need(np.isfinite(cfg.alpha) and cfg.alpha >= 0, f"alpha must be >= 0; got {cfg.alpha}")
-    need(cfg.local_epochs >= 1, f"local_epochs must be >= 1; got {cfg.local_epochs}")
-    need(cfg.batch_size >= 1, f"batch_size must be >= 1; got {cfg.batch_size}")
     need(np.isfinite(cfg.lr) and cfg.lr > 0, f"lr must be a finite number > 0; got {cfg.lr}")
+    need(
+        cfg.lr >= MIN_LR,
+        f"lr {cfg.lr} is too small: float32 weights would not change and every update would "
+        f"be zero; use lr >= {MIN_LR}",
+    )
     need(0 < cfg.lr_decay <= 1, f"lr_decay must be in (0, 1]; got {cfg.lr_decay}")
     need(0 < cfg.train_ratio < 1, f"train_ratio must be in (0, 1); got {cfg.train_ratio}")
-    need(cfg.n_clients >= 1, f"n_clients must be >= 1; got {cfg.n_clients}")
-    need(cfg.cluster_models >= 1, f"cluster_models must be >= 1; got {cfg.cluster_models}")
     need(
         1 <= cfg.soft_groups <= cfg.cluster_models,
         f"soft_groups must be in [1, cluster_models={cfg.cluster_models}]; got {cfg.soft_groups}",
     )
     need(
-        cfg.maxfl_reference_epochs >= 1,
-        f"maxfl_reference_epochs must be >= 1; got {cfg.maxfl_reference_epochs}",
-    )
-    need(
         cfg.maxfl_threshold in ("distance", "reference-loss"),
         f"maxfl_threshold must be 'distance' or 'reference-loss'; got {cfg.maxfl_threshold!r}",
     )
-    need(cfg.new_clients >= 0, f"new_clients must be >= 0; got {cfg.new_clients}")
-    need(cfg.join_every >= 1, f"join_every must be >= 1; got {cfg.join_every}")
     if cfg.initial_clients is not None:
         need(
             1 <= cfg.initial_clients <= cfg.n_clients,

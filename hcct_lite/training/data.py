@@ -115,6 +115,25 @@ def _from_arrays(name, x, y, split) -> ImageSet:
     )
 
 
+CLASSES = 10  # every data set here has ten classes
+
+
+def _check_labels(y, where: str) -> None:
+    """Raise ``ValueError`` (starting with ``where``) unless ``y`` holds class ids 0..9."""
+    y = np.asarray(y).reshape(-1)
+    if not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
+        raise ValueError(f"{where} are {y.dtype}, not integers")
+    bad = ~np.isfinite(y) if np.issubdtype(y.dtype, np.floating) else np.zeros(len(y), bool)
+    with np.errstate(invalid="ignore"):
+        bad |= (y < 0) | (y >= CLASSES) | (y != np.floor(y))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{where} must be integers in 0..{CLASSES - 1}; sample {i} has {y[i].item()!r} "
+            f"({int(bad.sum())} bad label(s) in all); replace the file with a fresh copy"
+        )
+
+
 def _load_npz(name, path) -> ImageSet:
     with open(path, "rb") as f:
         if f.read(2) != b"PK":  # an .npz is a zip archive
@@ -128,6 +147,7 @@ def _load_npz(name, path) -> ImageSet:
             if missing:
                 raise ValueError(f"{path}: missing arrays {sorted(missing)}")
             split = d["official_split"] if "official_split" in d.files else np.full(len(d["y"]), 2)
+            _check_labels(d["y"], f"{path}: the {name} labels")
             return _from_arrays(name, d["x"], d["y"], split)
     except (OSError, EOFError, zipfile.BadZipFile, ValueError) as err:
         if str(err).startswith(str(path)):

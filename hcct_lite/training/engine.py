@@ -21,6 +21,7 @@ from ..schemes.registry import make_scheme
 from .config import RunConfig, arrival_epochs
 from .local import SGDTrainer, clone_state, evaluate, seed_global_stream
 from .models import build_model, head_names
+from .provenance import provenance
 from .replies import ReplyScreen
 from .tasks import build_clients
 
@@ -44,9 +45,11 @@ def init_model(cfg: RunConfig, seed_offset: int, device):
 
 
 def _summary(errors) -> dict:
-    e = np.asarray(errors, dtype=np.float64)
+    """Statistics over the clients that answered; ``errors`` lists client i at index i."""
+    e = np.asarray([x for x in errors if x is not None], dtype=np.float64)
     return {
-        "client_test_error": e.tolist(),
+        "client_test_error": list(errors),
+        "missing": [i for i, x in enumerate(errors) if x is None],
         "mean": float(e.mean()),
         "std": float(e.std()),
         "min": float(e.min()),
@@ -154,12 +157,15 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         ``history`` (per epoch: ``epoch``, ``lr``, ``groups``, ``client_test_error`` in %
         (null for a client that did not answer), ``mean_test_error``, ``train_loss``,
         ``missing``, the scheme's ``plan.info``), ``final`` (last epoch:
-        ``client_test_error``, ``mean``, ``std``, ``min``, ``max``, and
+        ``client_test_error`` (client i at index i, null if it did not answer),
+        ``missing``, ``mean``, ``std``, ``min``, ``max`` over those that answered, and
         ``best_over_epochs``: each client's lowest error over all epochs, selected on the
         test split as the authors' code reports it), ``status`` (``{"state": "complete"}``, or
         ``"stopped"`` with the ``epoch`` and ``reason``), ``rejected`` (replies refused:
-        ``{client, epoch, reason}``) and ``timing`` (``seconds``, ``epoch_seconds``: the
-        only wall-clock values, so the same command gives the same JSON outside it).
+        ``{client, epoch, reason}``), ``provenance`` (code, versions, device, torch threads
+        and CPU kernels: :func:`hcct_lite.training.provenance.provenance`) and ``timing``
+        (``seconds``, ``epoch_seconds``: the only wall-clock values, so the same command
+        gives the same JSON outside it).
     """
     t0 = time.perf_counter()
     device = resolve_device(cfg.device)
@@ -208,6 +214,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         "final": summarize(history),
         "status": status,
         "rejected": screen.rejected,
+        "provenance": provenance(str(device)),
         # wall-clock times apart: two runs of one command differ only inside "timing"
         "timing": {"seconds": time.perf_counter() - t0, "epoch_seconds": epoch_seconds},
     }
@@ -280,15 +287,16 @@ def history_entry(t, lr, active, plan, results, tested, missing) -> dict:
 def summarize(history) -> dict:
     """Build the ``final`` block of a result from its history.
 
-    The last epoch's errors over clients, and each client's best epoch (selected on its
-    test split, as the authors' code reports).
+    The last epoch's errors, and each client's best epoch (selected on its test split, as
+    the authors' code reports). ``client_test_error`` lists client i at index i, ``None``
+    for a client that did not answer (also listed in ``missing``); the statistics are over
+    the clients that answered.
     """
     answered = [h for h in history if any(e is not None for e in h["client_test_error"])]
     if not answered:
         return {"client_test_error": [], "mean": None, "std": None, "min": None, "max": None}
     # the last epoch in which anyone answered (a stopped run's last epoch may have none)
-    last = [e for e in answered[-1]["client_test_error"] if e is not None]
-    final = _summary(last)
+    final = _summary(answered[-1]["client_test_error"])
     best = []
     for i in range(len(history[-1]["client_test_error"])):
         seen = [
@@ -296,8 +304,7 @@ def summarize(history) -> dict:
             for h in history
             if i < len(h["client_test_error"]) and h["client_test_error"][i] is not None
         ]
-        if seen:
-            best.append(min(seen))
+        best.append(min(seen) if seen else None)
     final["best_over_epochs"] = {
         "note": "each client's lowest test error over all epochs "
         "(selected on the test split, as the authors' code)",

@@ -65,6 +65,9 @@ def train_problem(result, start: Mapping, declared: int) -> str | None:
         return problem
     if any(not bool(torch.isfinite(u).all()) for u in result.update.values()):
         return "update has non-finite values"
+    if not any(bool(u.any()) for u in result.update.values()):
+        # the model came back as sent: a free rider, or steps too small for float32
+        return "update is all zeros (the model came back unchanged)"
     n = result.n_samples
     try:
         count_ok = not isinstance(n, bool) and float(n).is_integer() and 1 <= n <= declared

@@ -1,0 +1,201 @@
+"""The result store trusts nothing.
+
+A file is reused only if it is a complete, well-formed result of the same settings and of
+the same code; output paths are checked before any training.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+import time
+
+from ..training.provenance import compute_fingerprint
+
+__all__ = [
+    "result_problem",
+    "reuse_problem",
+    "check_output_path",
+    "clean_temp_files",
+    "TEMP_PREFIX",
+    "OTHER_CODE",
+]
+
+# write_json's temporary files; one older than a minute belongs to a killed write
+TEMP_PREFIX = ".tmp-"
+_STALE_TEMP_SECONDS = 60.0
+# how reuse_problem starts the reason of a result written by other code
+OTHER_CODE = "written by other code"
+# settings that do not change what a run computes (where it ran, where data came from)
+_NOT_COMPARED = ("device", "data_root", "download")
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _typed(r: dict, key: str, kind) -> str | None:
+    if key not in r:
+        return f"no '{key}'"
+    v = r[key]
+    if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
+        return f"its {key} is {type(v).__name__}, not {kind.__name__}"
+    return None
+
+
+def _final_problem(final: dict) -> str | None:
+    for key in ("mean", "std", "min", "max"):
+        if not _finite(final.get(key)):
+            return f"its final {key} is {final.get(key)!r}, not a finite number"
+    errors = final.get("client_test_error")
+    if not isinstance(errors, list) or not any(_finite(e) for e in errors):
+        return "its final client_test_error holds no error"
+    if any(e is not None and not _finite(e) for e in errors):
+        return "its final client_test_error holds a value that is not a finite number"
+    best = final.get("best_over_epochs")
+    if not isinstance(best, dict) or not _finite(best.get("mean")):
+        return "its final best_over_epochs has no finite mean"
+    return None
+
+
+def result_problem(r) -> str | None:
+    """What makes ``r`` (a loaded result) unusable as a finished run; None if nothing.
+
+    Checked: the top-level fields and their types; the body's task, scheme and seed equal
+    its config's; the run completed (not stopped) with one history entry per configured
+    epoch; the final block's statistics are finite numbers.
+    """
+    if not isinstance(r, dict):
+        return f"it holds a JSON {type(r).__name__}, not an object"
+    for key, kind in (("task", str), ("scheme", str), ("seed", int)):
+        if problem := _typed(r, key, kind):
+            return problem
+    for key, kind in (("config", dict), ("history", list), ("final", dict)):
+        if problem := _typed(r, key, kind):
+            return problem
+    cfg = r["config"]
+    for key in ("task", "scheme", "seed"):
+        if cfg.get(key) != r[key]:
+            return f"its {key} is {r[key]!r} but its config says {cfg.get(key)!r}"
+    status = r.get("status", {"state": "complete"})
+    if not isinstance(status, dict) or status.get("state") != "complete":
+        why = status.get("reason", "?") if isinstance(status, dict) else status
+        return f"a stopped run ({why})"
+    if len(r["history"]) != cfg.get("epochs"):
+        return f"{len(r['history'])} epochs of history, its config asks for {cfg.get('epochs')}"
+    if not all(isinstance(h, dict) and isinstance(h.get("groups"), list) for h in r["history"]):
+        return "a history entry without groups"
+    return _final_problem(r["final"])
+
+
+def _kind(path: str) -> str | None:
+    """None for a regular file (or nothing there); else what is there, in words."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # nothing there
+        return None
+    except OSError as err:
+        return f"unreadable ({err.strerror})"
+    return next((word for test, word in _KINDS if test(mode)), None)
+
+
+def reuse_problem(path: str, cfg, allow_older: bool = False) -> str | None:
+    """Why the file at ``path`` cannot stand for a run of ``cfg``; None if it can be reused.
+
+    ``"missing"``; an unreadable or incomplete file (:func:`result_problem`, named); the
+    first setting whose stored value differs from ``cfg``'s (device and data location are
+    not compared); or a result written by other code (its ``code_fingerprint`` differs from
+    :func:`~hcct_lite.training.provenance.compute_fingerprint`), unless ``allow_older``.
+
+    Raises
+    ------
+    ValueError
+        If something other than a regular file is at ``path`` (a folder, a FIFO, a
+        device): it is never read or replaced.
+    """
+    if not os.path.lexists(path):
+        return "missing"
+    if kind := _kind(path):
+        raise ValueError(f"{path}: is {kind}, not a result file; move it away and rerun")
+    try:
+        with open(path) as f:
+            stored = json.load(f)
+    except (OSError, ValueError) as err:
+        return f"unreadable ({type(err).__name__}: {err})"
+    if problem := result_problem(stored):
+        return f"not a complete result ({problem})"
+    want, have = cfg.to_dict(), stored["config"]
+    for key in sorted(set(want) | set(have)):
+        if key not in _NOT_COMPARED and have.get(key) != want.get(key):
+            return f"its {key} is {have.get(key)!r}, the grid asks for {want.get(key)!r}"
+    if not allow_older:
+        prov = stored.get("provenance") if isinstance(stored.get("provenance"), dict) else {}
+        fp, now = prov.get("code_fingerprint"), compute_fingerprint()
+        if fp != now:
+            commit = (prov.get("code_commit") or "unknown")[:8]
+            return f"{OTHER_CODE} (commit {commit}, fingerprint {fp or 'not recorded'}; now {now})"
+    return None
+
+
+def check_output_path(path, folder: bool = False, what: str = "--json") -> None:
+    """Raise ``ValueError`` naming ``what`` unless results can be written at ``path``.
+
+    Called before any training, so a bad output path never costs a finished run: an empty
+    name, a name too long for the file system, something other than a regular file (a
+    device, a FIFO: never replaced), a folder where a file is asked for (or the reverse),
+    or a place this process cannot write to.
+    """
+    if not isinstance(path, str) or not path.strip():
+        raise ValueError(f"{what} {path!r}: give a {'folder' if folder else 'file'} name")
+    target = os.path.abspath(path)
+    for part in target.split(os.sep):
+        if len(os.fsencode(part)) > 255:
+            raise ValueError(f"{what}: the name {part[:20]}... has {len(part)} characters; "
+                             "file systems allow 255")  # fmt: skip
+    kind = _kind(target)
+    if folder and (kind not in (None, "a folder") or os.path.isfile(target)):
+        raise ValueError(f"{what} {path}: is {kind or 'a file'}, not a folder")
+    if not folder and kind is not None:
+        hint = "; give a file name such as out.json" if kind == "a folder" else ""
+        raise ValueError(f"{what} {path}: is {kind}, not a regular file{hint}")
+    parent = target if folder else os.path.dirname(target)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=".check-"):
+            pass
+    except OSError as err:
+        raise ValueError(f"{what} {path}: cannot write there ({err.strerror or err})") from None
+
+
+def clean_temp_files(folder: str) -> list:
+    """Remove temporary files that killed writes left in ``folder``; return their names.
+
+    Only :func:`~hcct_lite.experiments.results.write_json`'s own (``.tmp-*.json``), and
+    only those older than a minute: a live write takes milliseconds.
+    """
+    removed = []
+    if not os.path.isdir(folder):
+        return removed
+    now = time.time()
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if not (name.startswith(TEMP_PREFIX) and name.endswith(".json")):
+            continue
+        try:
+            if os.path.isfile(path) and now - os.path.getmtime(path) > _STALE_TEMP_SECONDS:
+                os.unlink(path)
+                removed.append(name)
+        except OSError:
+            continue  # another process removed it first
+    return removed

@@ -1,0 +1,205 @@
+"""``hcct-lite verify``: rerun a stored CPU result in a fresh process.
+
+It reproduces when the groups are the same in every epoch and each client's final error is
+within one test sample.
+
+The rerun uses the result's recorded torch thread count and CPU kernels
+(``ATEN_CPU_CAPABILITY``), which decide the last bits of every update: a partition decided
+near a break-even point flips on them. ``capability`` reruns under other kernels instead,
+to measure how much the conclusions depend on them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from ..training.provenance import KERNEL_VARIABLES, kernel_env
+from .store import result_problem
+
+__all__ = ["load_for_verify", "rerun", "compare_runs", "verify", "partition_labels"]
+
+
+def load_for_verify(path: str) -> dict:
+    """Load a result to verify; ``ValueError`` naming ``path`` and the fault otherwise."""
+    if not os.path.isfile(path):
+        what = "does not exist" if not os.path.exists(path) else "is not a regular file"
+        raise ValueError(f"{path}: {what}")
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: unreadable ({type(err).__name__}: {err})") from None
+    if problem := result_problem(r):
+        raise ValueError(f"{path}: not a complete result ({problem})")
+    device = (r.get("provenance") or {}).get("device") or r["config"].get("device", "cpu")
+    if not str(device).startswith("cpu"):
+        raise ValueError(f"{path}: computed on {device}; verify reruns CPU results only")
+    return r
+
+
+def rerun(result: dict, capability: str | None = None, threads: int | None = None) -> dict:
+    """Rerun ``result``'s config in a fresh process; return the rerun's result.
+
+    The rerun pins the CPU kernels and the torch thread count recorded in the result's
+    provenance (``cpu_kernel_env``, else ``cpu_capability``; one thread and this machine's
+    kernels when it records none). ``capability`` (a name of
+    :data:`~hcct_lite.training.provenance.CPU_KERNELS`) and ``threads`` replace them. The
+    rerun's result carries ``test_sizes`` (T_i, each client's test samples).
+    """
+    from ..training.config import RunConfig
+
+    prov = result.get("provenance") or {}
+    threads = int(threads or prov.get("torch_threads") or 1)
+    fields = {k: v for k, v in result["config"].items() if k in RunConfig.__dataclass_fields__}
+    env = {k: v for k, v in os.environ.items() if k not in KERNEL_VARIABLES}
+    if capability:
+        env = kernel_env(capability, env)
+    elif isinstance(prov.get("cpu_kernel_env"), dict) and prov["cpu_kernel_env"]:
+        env.update({k: str(v) for k, v in prov["cpu_kernel_env"].items() if k in KERNEL_VARIABLES})
+        capability = prov.get("cpu_capability")
+    elif prov.get("cpu_capability"):
+        capability = env["ATEN_CPU_CAPABILITY"] = prov["cpu_capability"]
+    env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    with tempfile.TemporaryDirectory(prefix="hcct-verify-") as tmp:
+        spec, out = os.path.join(tmp, "config.json"), os.path.join(tmp, "rerun.json")
+        with open(spec, "w") as f:
+            json.dump({"config": fields, "threads": threads, "capability": capability}, f)
+        proc = subprocess.run(
+            [sys.executable, "-m", "hcct_lite.experiments.verify", spec, out],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            lines = (proc.stderr or proc.stdout).strip().splitlines()
+            raise RuntimeError(f"the rerun failed: {lines[-1] if lines else proc.returncode}")
+        with open(out) as f:
+            return json.load(f)
+
+
+def _child(spec_path: str, out_path: str) -> None:
+    """The fresh process: check its kernels, run the config, write the result."""
+    import torch
+
+    from ..training.config import RunConfig
+    from ..training.engine import run_experiment
+    from ..training.provenance import cpu_capability
+    from ..training.tasks import build_clients
+
+    with open(spec_path) as f:
+        spec = json.load(f)
+    want = spec["capability"]
+    if want and cpu_capability() != want.lower():
+        raise SystemExit(f"this CPU cannot use {want} kernels (torch uses {cpu_capability()})")
+    torch.set_num_threads(spec["threads"])
+    cfg = RunConfig(**spec["config"])
+    clients = build_clients(cfg)
+    result = run_experiment(cfg, progress=False, clients=clients)
+    result["test_sizes"] = [int(c.y_test.shape[0]) for c in clients]
+    with open(out_path, "w") as f:
+        json.dump(result, f)
+
+
+def partition_labels(groups, n: int) -> np.ndarray:
+    """Groups (lists of client ids) as one label per client (n,); unlisted clients alone."""
+    labels = np.arange(n) + n  # a client in no group is a group of its own
+    for k, g in enumerate(groups):
+        labels[list(g)] = k
+    return labels
+
+
+def compare_runs(stored: dict, again: dict) -> dict:
+    """How far ``again`` (a rerun with ``test_sizes``) is from ``stored``.
+
+    Returns
+    -------
+    dict
+        ``reproduces`` (bool: same groups every epoch and every client's final error
+        within one test sample, 100 / T_i points), ``first_group_difference`` (epoch or
+        None), ``same_groups_share`` (share of epochs with identical groups),
+        ``mean_adjusted_rand`` (partition agreement over epochs, 1 = identical),
+        ``error_differences`` (per client, rerun minus stored, in points; None where
+        either is missing), ``clients_beyond_one_sample``, ``mean_error_change``.
+    """
+    from sklearn.metrics import adjusted_rand_score
+
+    n = len(again["test_sizes"])
+    a = [h["groups"] for h in stored["history"]]
+    b = [h["groups"] for h in again["history"]]
+    same = [x == y for x, y in zip(a, b, strict=False)] + [False] * abs(len(a) - len(b))
+    ari = [
+        adjusted_rand_score(partition_labels(x, n), partition_labels(y, n))
+        for x, y in zip(a, b, strict=False)
+    ]
+    e0, e1 = _final_errors(stored, n), _final_errors(again, n)
+    diffs = [None if x is None or y is None else y - x for x, y in zip(e0, e1, strict=True)]
+    one = [100.0 / t for t in again["test_sizes"]]
+    beyond = [
+        i for i, (d, s) in enumerate(zip(diffs, one, strict=True)) if d is None or abs(d) > s + 1e-9
+    ]
+    first = next((t for t, ok in enumerate(same) if not ok), None)
+    return {
+        "reproduces": first is None and not beyond,
+        "first_group_difference": first,
+        "same_groups_share": float(np.mean(same)),
+        "mean_adjusted_rand": float(np.mean(ari)) if ari else float("nan"),
+        "error_differences": diffs,
+        "clients_beyond_one_sample": beyond,
+        "mean_error_change": again["final"]["mean"] - stored["final"]["mean"],
+    }
+
+
+def _final_errors(r: dict, n: int) -> list:
+    """Each client's final error (n,), None for a missing client, old and new layouts."""
+    errors = r["final"]["client_test_error"]
+    if isinstance(errors, dict):  # keyed by client index
+        return [errors.get(str(i)) for i in range(n)]
+    return list(errors) + [None] * (n - len(errors))
+
+
+def verify(path: str, capability: str | None = None, log=print) -> dict:
+    """Rerun the result at ``path`` (:func:`rerun`) and compare (:func:`compare_runs`).
+
+    Returns the comparison plus ``path``, ``capability`` and ``threads`` of the rerun and
+    the stored result's ``recorded_capability``; ``log`` gets a line per finding.
+    """
+    stored = load_for_verify(path)
+    prov = stored.get("provenance") or {}
+    again = rerun(stored, capability)
+    used = again["provenance"]["cpu_capability"]
+    if not prov.get("cpu_capability"):
+        log(f"{path}: its provenance records no CPU kernels; reran with this machine's ({used})")
+    report = compare_runs(stored, again)
+    report.update(
+        path=path,
+        capability=used,
+        threads=again["provenance"]["torch_threads"],
+        recorded_capability=prov.get("cpu_capability"),
+    )
+    _log_report(report, log)
+    return report
+
+
+def _log_report(rep: dict, log) -> None:
+    head = f"{rep['path']} ({rep['capability']} kernels, {rep['threads']} thread(s)): "
+    if rep["reproduces"]:
+        log(head + "reproduces (same groups every epoch, final errors within one test sample)")
+        return
+    log(
+        head + f"does NOT reproduce: groups first differ in epoch {rep['first_group_difference']}"
+        f"; identical in {100 * rep['same_groups_share']:.0f}% of epochs, mean adjusted Rand "
+        f"{rep['mean_adjusted_rand']:.3f}; mean final error {rep['mean_error_change']:+.2f} points"
+    )
+    for i in rep["clients_beyond_one_sample"]:
+        d = rep["error_differences"][i]
+        log(f"  client {i}: final error " + ("missing in one run" if d is None else f"{d:+.2f}"))
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1], sys.argv[2])

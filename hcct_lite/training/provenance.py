@@ -1,0 +1,130 @@
+"""What decides a run's numbers besides its settings: code, versions, device, CPU kernels.
+
+On the CPU, torch picks its SIMD kernels per machine (``default``, ``avx2``, ``avx512``;
+``ATEN_CPU_CAPABILITY`` forces one), and so do the libraries it calls: MKL for matrix
+products (``MKL_CBWR`` pins a code path) and oneDNN for convolutions
+(``ONEDNN_MAX_CPU_ISA``). Floats are also reduced in an order that depends on the thread
+count. All of these change the last bits of every update, and a partition decided on
+cosines close to a break-even point can flip on them. Every result records them, so that
+``hcct-lite verify`` can rerun it under the same ones; :data:`CPU_KERNELS` pins all three
+libraries at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+__all__ = [
+    "provenance",
+    "compute_fingerprint",
+    "cpu_capability",
+    "kernel_env",
+    "COMPUTE_PACKAGES",
+    "CPU_KERNELS",
+    "KERNEL_VARIABLES",
+]
+
+# The subpackages whose code computes a run. Reports, plots, the command line and the
+# notebooks' helpers may change without making a stored result stale.
+COMPUTE_PACKAGES = ("partition", "training", "schemes")
+
+# One name, the same code path in torch, MKL and oneDNN. "default" runs the same on every
+# x86-64 CPU (MKL's COMPATIBLE branch is its reproducible one for any vendor); "avx2" and
+# "avx512" are faster and reproduce on Intel CPUs that have those instructions.
+CPU_KERNELS = {
+    "default": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE",
+                "ONEDNN_MAX_CPU_ISA": "SSE41"},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    "avx512": {"ATEN_CPU_CAPABILITY": "avx512", "MKL_CBWR": "AVX512",
+               "ONEDNN_MAX_CPU_ISA": "AVX512_CORE"},
+}  # fmt: skip
+KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA")
+
+
+def kernel_env(capability: str, base=None) -> dict:
+    """``base`` (default ``os.environ``) with the variables that pin ``capability``'s kernels.
+
+    Any of :data:`KERNEL_VARIABLES` already in ``base`` is replaced or removed, so the
+    result pins exactly ``capability`` (a name of :data:`CPU_KERNELS`).
+    """
+    if capability not in CPU_KERNELS:
+        raise ValueError(
+            f"CPU capability must be one of {', '.join(CPU_KERNELS)}; got {capability!r}"
+        )
+    env = {k: v for k, v in (os.environ if base is None else base).items()}
+    for var in KERNEL_VARIABLES:
+        env.pop(var, None)
+    env.update(CPU_KERNELS[capability])
+    return env
+
+
+def compute_fingerprint() -> str:
+    """Short hash of the code that computes a run (:data:`COMPUTE_PACKAGES`).
+
+    A stored result is reused for a new run only when its fingerprint is this one.
+    """
+    h = hashlib.sha1()
+    root = Path(__file__).resolve().parents[1]
+    for pkg in COMPUTE_PACKAGES:
+        for path in sorted((root / pkg).rglob("*.py")):
+            h.update(path.relative_to(root).as_posix().encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def cpu_capability() -> str:
+    """The SIMD kernels torch uses on this CPU: ``default``, ``avx2``, ``avx512``, ..."""
+    import torch
+
+    return torch.backends.cpu.get_cpu_capability().lower()
+
+
+def provenance(device: str) -> dict:
+    """Where a result came from and what decides its numbers.
+
+    Returns
+    -------
+    dict
+        ``code_commit`` (None outside a git checkout), ``code_fingerprint`` (see
+        :func:`compute_fingerprint`), ``python``, ``torch``, ``numpy``, ``device``,
+        ``torch_threads``, ``cpu_capability`` (torch's kernels) and ``cpu_kernel_env`` (the
+        :data:`KERNEL_VARIABLES` set for the run; empty: each library picked the machine's
+        best): the same seed gives bit-identical CPU results only when these are the same;
+        and ``machine``.
+    """
+    import numpy
+    import torch
+
+    dev = device
+    if device.startswith("cuda") and torch.cuda.is_available():
+        dev = f"cuda ({torch.cuda.get_device_name(0)})"
+    return {
+        "code_commit": os.environ.get("HCCT_CODE_COMMIT") or _git_commit(),
+        "code_fingerprint": compute_fingerprint(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "device": dev,
+        "torch_threads": torch.get_num_threads(),
+        "cpu_capability": cpu_capability(),
+        "cpu_kernel_env": {v: os.environ[v] for v in KERNEL_VARIABLES if v in os.environ},
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+    }
+
+
+def _git_commit():
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=os.path.dirname(os.path.abspath(__file__)),
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None

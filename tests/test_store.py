@@ -1,0 +1,150 @@
+"""The result store trusts nothing: every malformed, stopped or foreign file is rerun with a
+one-line reason; something that is not a regular file stops the grid before any training."""
+
+import copy
+import json
+import os
+import time
+
+import pytest
+
+from hcct_lite.experiments import store
+from hcct_lite.experiments.runner import run_grid
+from hcct_lite.experiments.store import check_output_path, clean_temp_files, result_problem
+
+KW = dict(progress=False, epochs=2)
+
+
+@pytest.fixture(scope="module")
+def done(tmp_path_factory):
+    """A finished one-file grid: (folder, path, result)."""
+    out = tmp_path_factory.mktemp("grid")
+    (r,) = run_grid("rotated-digits", ["independent"], [0], str(out), log=None, **KW)
+    return out, next(out.rglob("*.json")), r
+
+
+def _rerun_with(out, path, content):
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    logged = []
+    (again,) = run_grid("rotated-digits", ["independent"], [0], str(out), log=logged.append, **KW)
+    return again, [m for m in logged if m.startswith("rerun")]
+
+
+def _broken(r):
+    """(what, a damaged copy of r, words of the reason) for each case of the issue."""
+    cases = []
+
+    def case(what, words, change):
+        bad = copy.deepcopy(r)
+        change(bad)
+        cases.append((what, bad, words))
+
+    case("NaN mean", "final mean is nan", lambda b: b["final"].update(mean=float("nan")))
+    case("mean as a string", "final mean is '36.5'", lambda b: b["final"].update(mean="36.5"))
+    case("final null", "its final is NoneType", lambda b: b.update(final=None))
+    case("only a config", "no 'task'", lambda b: [b.pop(k) for k in list(b) if k != "config"])
+    case("task differs", "task is 'fmnist' but its config", lambda b: b.update(task="fmnist"))
+    case("scheme differs", "scheme is 'hcct' but", lambda b: b.update(scheme="hcct"))
+    case(
+        "stopped",
+        "a stopped run (no client answered)",
+        lambda b: b.update(status={"state": "stopped", "epoch": 1, "reason": "no client answered"}),
+    )
+    case("short history", "1 epochs of history", lambda b: b["history"].pop())
+    case(
+        "other code",
+        "written by other code (commit 0123abcd",
+        lambda b: b["provenance"].update(code_fingerprint="beef", code_commit="0123abcd" * 5),
+    )
+    return cases
+
+
+def test_every_malformed_stopped_or_foreign_result_is_rerun_naming_why(done):
+    out, path, first = done
+    for what, bad, words in _broken(first):
+        again, reruns = _rerun_with(out, path, bad)
+        assert len(reruns) == 1 and words in reruns[0], (what, reruns)
+        assert again["final"] == first["final"], what
+        assert json.loads(path.read_text())["final"] == first["final"]
+
+
+def test_unreadable_files_are_rerun(done):
+    out, path, first = done
+    for content in ("", "{", "[]", "null"):
+        again, reruns = _rerun_with(out, path, content)
+        assert len(reruns) == 1 and again["final"] == first["final"], content
+
+
+def test_older_code_is_reused_only_when_asked_and_then_named(done):
+    out, path, first = done
+    foreign = copy.deepcopy(first)
+    foreign["provenance"]["code_fingerprint"] = "beef"
+    foreign["final"]["mean"] = 1.25  # a different number shows which file was used
+    path.write_text(json.dumps(foreign))
+    logged = []
+    (reused,) = run_grid(
+        "rotated-digits", ["independent"], [0], str(out), log=logged.append, reuse_older=True, **KW
+    )
+    assert reused["final"]["mean"] == 1.25
+    assert any(m.startswith("reuse") and "written by other code" in m for m in logged)
+    path.write_text(json.dumps(first))
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_folder_or_fifo_where_a_result_belongs_stops_before_training(tmp_path, kind):
+    path = tmp_path / "rotated-digits__independent__seed0.json"
+    os.mkdir(path) if kind == "folder" else os.mkfifo(path)
+    with pytest.raises(ValueError, match="not a result file; move it away"):
+        run_grid("rotated-digits", ["independent"], [0], str(tmp_path), log=None, **KW)
+    assert os.path.isdir(path) if kind == "folder" else not os.path.isfile(path)
+
+
+def test_leftover_temporary_files_of_killed_writes_are_cleaned(tmp_path):
+    old, fresh, other = (tmp_path / n for n in (".tmp-a.json", ".tmp-b.json", "keep.json"))
+    for p in (old, fresh, other):
+        p.write_text("{")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    os.utime(other, (time.time() - 3600, time.time() - 3600))
+    assert clean_temp_files(str(tmp_path)) == [".tmp-a.json"]
+    assert not old.exists() and fresh.exists() and other.exists()
+
+
+def test_result_problem_accepts_a_finished_run(done):
+    assert result_problem(done[2]) is None
+    assert "JSON list" in result_problem([])
+
+
+@pytest.mark.parametrize(
+    "path, words",
+    [
+        ("", "give a file name"),
+        ("   ", "give a file name"),
+        ("x" * 300 + ".json", "has 305 characters; file systems allow 255"),
+        ("/dev/null", "is a character device, not a regular file"),
+    ],
+)
+def test_bad_output_files_are_named(path, words):
+    with pytest.raises(ValueError, match=words):
+        check_output_path(path, what="--json")
+
+
+def test_a_fifo_output_is_refused_and_left_alone(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="is a FIFO, not a regular file"):
+        check_output_path(str(fifo))
+    with pytest.raises(ValueError, match="give a folder name"):
+        check_output_path("", folder=True, what="--out")
+    from hcct_lite.experiments.results import write_json
+
+    with pytest.raises(ValueError, match="not a regular file"):
+        write_json(str(fifo), {})
+    assert not os.path.isfile(fifo)
+
+
+def test_the_fingerprint_covers_only_the_code_that_computes_a_run():
+    from hcct_lite.training.provenance import COMPUTE_PACKAGES, compute_fingerprint
+
+    assert set(COMPUTE_PACKAGES) == {"partition", "training", "schemes"}
+    assert compute_fingerprint() == compute_fingerprint() and len(compute_fingerprint()) == 12
+    assert store.OTHER_CODE == "written by other code"

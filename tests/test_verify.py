@@ -1,0 +1,92 @@
+"""``hcct-lite verify``: a stored CPU result reruns, in a fresh process under its recorded
+CPU kernels and threads, to the same groups and errors; whatever kernels this process has."""
+
+import json
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from hcct_lite.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHIPPED_FMNIST = os.path.join(ROOT, "results", "table3-fmnist", "hcct-seed0.json")
+x86 = pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64"), reason="the shipped kernels are x86-64's"
+)
+
+
+def _verify(*args, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", "hcct_lite.cli", "verify", *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **(env or {})),
+    )
+
+
+@x86
+@pytest.mark.parametrize("ambient", ["default", "avx2", "avx512"])
+def test_a_shipped_fmnist_run_reproduces_whatever_kernels_the_caller_has(ambient):
+    # HCCT's FMNIST groups flip on float noise (epoch 23 with this machine's own kernels):
+    # verify pins the recorded ones in its rerun, so the caller's setting does not matter
+    r = json.load(open(SHIPPED_FMNIST))
+    assert r["provenance"]["cpu_kernel_env"]["ATEN_CPU_CAPABILITY"] == "default"
+    done = _verify(SHIPPED_FMNIST, env={"ATEN_CPU_CAPABILITY": ambient})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reproduces (same groups every epoch" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    path = tmp_path_factory.mktemp("verify") / "run.json"
+    argv = ["run", "--task", "rotated-digits", "--scheme", "hcct", "--epochs", "3", "--quiet"]
+    assert main([*argv, "--json", str(path)]) == 0
+    return path
+
+
+def test_a_fresh_result_records_what_decides_its_numbers_and_reproduces(fresh, tmp_path):
+    prov = json.loads(fresh.read_text())["provenance"]
+    for key in ("code_fingerprint", "cpu_capability", "cpu_kernel_env", "torch_threads"):
+        assert key in prov
+    out = tmp_path / "report.json"
+    done = _verify(str(fresh), "--json", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (rep,) = json.loads(out.read_text())
+    assert rep["reproduces"] and rep["same_groups_share"] == 1.0
+    assert rep["mean_adjusted_rand"] == 1.0 and rep["first_group_difference"] is None
+
+
+def test_a_result_that_does_not_reproduce_says_where(fresh, tmp_path):
+    r = json.loads(fresh.read_text())
+    r["history"][1]["groups"] = [[0, 1, 2, 3, 4, 5, 6, 7]]
+    r["final"]["client_test_error"][2] += 30.0
+    bad = tmp_path / "tampered.json"
+    bad.write_text(json.dumps(r))
+    done = _verify(str(bad))
+    assert done.returncode == 1
+    assert "does NOT reproduce: groups first differ in epoch 1" in done.stdout
+    assert "client 2: final error -30.00" in done.stdout
+
+
+def test_bad_arguments_exit_2_with_one_line(fresh, tmp_path):
+    gpu = json.loads(fresh.read_text())
+    gpu["provenance"]["device"] = "cuda (NVIDIA H200)"
+    (tmp_path / "gpu.json").write_text(json.dumps(gpu))
+    (tmp_path / "broken.json").write_text("{")
+    stopped = dict(gpu, status={"state": "stopped", "epoch": 1, "reason": "no client answered"})
+    (tmp_path / "stopped.json").write_text(json.dumps(stopped))
+    cases = [
+        (tmp_path / "nope.json", "does not exist"),
+        (tmp_path, "is not a regular file"),
+        (tmp_path / "broken.json", "unreadable"),
+        (tmp_path / "gpu.json", "computed on cuda (NVIDIA H200); verify reruns CPU results only"),
+        (tmp_path / "stopped.json", "a stopped run"),
+    ]
+    for path, words in cases:
+        done = _verify(str(fresh), str(path))  # checked before the first rerun
+        err = done.stderr.strip()
+        assert done.returncode == 2 and words in err and len(err.splitlines()) == 1, err
+        assert "reproduces" not in done.stdout
