@@ -110,3 +110,21 @@ def test_figure_claims_follow_the_runs():
     assert list(figure_claims(runs, "fig6-digit").values()) == [True, True]
     with pytest.raises(ValueError, match="no claims for grid 'fig9'"):
         figure_claims(runs, "fig9")
+
+
+def test_the_kernel_section_names_each_rerun_and_summarises_per_grid(tmp_path):
+    import json
+
+    from hcct_lite.experiments.report_kernels import kernel_section
+
+    assert "pending" in kernel_section(str(tmp_path))
+    rep = {"path": "results/table3-fmnist/hcct-seed0.json", "recorded_capability": "default",
+           "capability": "avx512", "same_groups_share": 0.5, "mean_adjusted_rand": 0.75,
+           "first_group_difference": 23, "mean_error_change": -0.25,
+           "reproduces": False}  # fmt: skip
+    (tmp_path / "kernel-stability-avx512.json").write_text(
+        json.dumps([rep, dict(rep, reproduces=True)])
+    )
+    text = kernel_section(str(tmp_path))
+    assert "| table3-fmnist/hcct-seed0 | default → avx512 | 50% | 0.750 | 23 | -0.25 |" in text
+    assert "table3-fmnist: 1 of 2 reruns reproduce" in text and "0.25 at most" in text

@@ -12,6 +12,7 @@ import numpy as np
 
 from .paper_grids import PATTERNS
 from .report_figures import figure_sections
+from .report_kernels import kernel_section
 from .report_tables import (
     by_scheme,
     grid_status,
@@ -332,6 +333,7 @@ def render(out_dir: str) -> str:
             parts.append(_network_section(out_dir))
     parts += [_table4_section(out_dir), _table1_section(out_dir), _ablation_section(out_dir)]
     parts += figure_sections(out_dir)
+    parts.append(kernel_section(out_dir))
     return "\n\n".join(parts) + "\n"
 
 

@@ -181,6 +181,7 @@ def verify(path: str, capability: str | None = None, log=print) -> dict:
         capability=used,
         threads=again["provenance"]["torch_threads"],
         recorded_capability=prov.get("cpu_capability"),
+        code_fingerprint=again["provenance"]["code_fingerprint"],
     )
     _log_report(report, log)
     return report
