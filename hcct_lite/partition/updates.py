@@ -129,10 +129,28 @@ def stack_mapping_updates(updates: Sequence[Mapping]) -> dict:
                     f"client {i}: entry {k!r} has shape {tuple(np.shape(upd[k]))}, "
                     f"client 0 has {shapes[k]}"
                 )
+    flats = [getattr(u, "flat", None) for u in updates]
+    if all(_is_tensor(f) for f in flats):  # one vector per client: stack once, slice per entry
+        return _blocks_of_flat(torch.stack(flats), keys, shapes)
     blocks = {}
     for k in keys:
         rows = [_as_array(upd[k], i, k) for i, upd in enumerate(updates)]
         blocks[k] = torch.stack(rows) if _is_tensor(rows[0]) else np.stack(rows)
+    return blocks
+
+
+def _blocks_of_flat(stacked, keys, shapes) -> dict:
+    """``name -> (N, m_name)`` column slices of ``stacked`` (N, M), the entries in key order.
+
+    The same values as stacking each entry, so the same Gram matrix bit for bit.
+    """
+    blocks, offset = {}, 0
+    for k in keys:
+        m = int(np.prod(shapes[k], dtype=np.int64))
+        blocks[k] = stacked[:, offset : offset + m]
+        offset += m
+    if offset != stacked.shape[1]:
+        raise ValueError(f"flat updates hold {stacked.shape[1]} values; the entries {offset}")
     return blocks
 
 

@@ -9,6 +9,7 @@ multi-client implementation can replace :class:`SGDTrainer` without touching the
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -18,7 +19,16 @@ from typing_extensions import override
 
 from .splits import ClientData
 
-__all__ = ["LocalResult", "LocalTrainer", "SGDTrainer", "evaluate", "update_of"]
+__all__ = [
+    "FlatUpdate",
+    "LocalResult",
+    "LocalTrainer",
+    "SGDTrainer",
+    "evaluate",
+    "update_of",
+    "load_state",
+    "set_mode",
+]
 
 
 @dataclass
@@ -52,12 +62,34 @@ class LocalTrainer(Protocol):
         ...
 
 
-def update_of(start: dict, end: dict, lr: float, names) -> dict:
-    """Compute ``(start - end) / lr`` for the entries ``names``.
+class FlatUpdate(dict):
+    """An update: name -> tensor, every tensor a view into one flat float32 vector.
 
-    In float32 (integer counters too), on the device of ``end``.
+    ``flat`` (M,) holds the entries in key order, so the reply screen, the Gram matrix and
+    anything else that wants the whole update reads one tensor instead of one per layer.
     """
-    return {k: (start[k].to(end[k].device).float() - end[k].float()).div_(lr) for k in names}
+
+    __slots__ = ("flat",)
+
+
+def update_of(start: dict, end: dict, lr: float, names) -> FlatUpdate:
+    """Compute ``(start - end) / lr`` for the entries ``names`` as a :class:`FlatUpdate`.
+
+    In float32 (integer counters too), on the device of ``end``; the same float32
+    subtraction and division per entry as on separate tensors, so the same bits.
+    """
+    names = list(names)
+    device = end[names[0]].device
+    flat = torch.empty(sum(end[k].numel() for k in names), dtype=torch.float32, device=device)
+    out, offset = FlatUpdate(), 0
+    for k in names:
+        m = end[k].numel()
+        view = flat[offset : offset + m].view(end[k].shape)
+        torch.sub(start[k].to(device).float(), end[k].float(), out=view)
+        out[k], offset = view, offset + m
+    flat.div_(lr)
+    out.flat = flat
+    return out
 
 
 def clone_state(state: dict) -> dict:
@@ -95,6 +127,7 @@ class SGDTrainer:
         params = [k for k, _ in model.named_parameters()]
         self.update_names = list(model.state_dict()) if include_buffers else params
         self.loss_fn = nn.CrossEntropyLoss()
+        self.has_batchnorm = _has_batchnorm(model)
 
     @override
     def train(self, starts: dict, clients: dict, lr: float, epoch: int) -> dict:
@@ -103,8 +136,8 @@ class SGDTrainer:
     def train_one(self, start: dict, data: ClientData, lr: float, epoch: int, client: int):
         """Local SGD of one client from ``start``; returns its LocalResult."""
         model = self.model
-        model.load_state_dict(start)
-        model.train()
+        load_state(model, start)
+        set_mode(model, training=True)
         gen = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch * 10_007 + client)
         # Dropout draws from torch's global stream: seed it per client and epoch as well.
         seed_global_stream(int(torch.randint(0, 2**62, (1,), generator=gen)), self.device)
@@ -112,7 +145,7 @@ class SGDTrainer:
         x, y = data.x_train.to(self.device), data.y_train.to(self.device)
         n = y.shape[0]
         steps = math.ceil(n / self.batch_size)
-        skip_single = _has_batchnorm(model)
+        skip_single = self.has_batchnorm
         for _ in range(self.local_epochs):
             perm = torch.randperm(n, generator=gen).to(self.device)
             # Statistics stay on the device: one host sync per client, not two per step.
@@ -147,6 +180,35 @@ def seed_global_stream(seed: int, device) -> None:
         torch.cuda.manual_seed(seed)
 
 
+def set_mode(model: nn.Module, training: bool) -> None:
+    """``model.train(training)``, skipped when the model is in that mode already."""
+    if model.training != training:
+        model.train(training)
+
+
+_TARGETS = weakref.WeakKeyDictionary()
+
+
+def load_state(model: nn.Module, state: dict) -> None:
+    """Copy ``state`` into ``model``'s parameters and buffers: ``load_state_dict``'s result.
+
+    The same strict key check and the same copies, without walking the module tree on
+    every call (the engine loads a state for every client, every epoch).
+    """
+    keys, targets, first = _TARGETS.get(model, (None, None, None))
+    if targets is None or first.data_ptr() != targets[0].data_ptr():  # built, or moved
+        sd = model.state_dict()
+        keys, targets = list(sd), list(sd.values())
+        live = dict(model.named_parameters()) | dict(model.named_buffers())
+        first = live[keys[0]]
+        _TARGETS[model] = (keys, targets, first)
+    if len(state) != len(keys) or any(k not in state for k in keys):
+        model.load_state_dict(state)  # raises naming the missing and unexpected keys
+        return
+    with torch.no_grad():
+        torch._foreach_copy_(targets, [state[k] for k in keys])
+
+
 def _has_batchnorm(model: nn.Module) -> bool:
     return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
 
@@ -164,8 +226,8 @@ def evaluate(
     ``state`` None evaluates the weights ``model`` already holds (no reload).
     """
     if state is not None:
-        model.load_state_dict(state)
-    model.eval()
+        load_state(model, state)
+    set_mode(model, training=False)
     device = next(model.parameters()).device
     loss = wrong = 0.0
     for s in range(0, y.shape[0], batch_size):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Rejected", "ReplyScreen", "state_problem", "train_problem"]
+__all__ = ["Rejected", "ReplyScreen", "state_problem", "train_problem", "update_problem"]
 
 log = logging.getLogger("hcct_lite")
 
@@ -35,13 +35,36 @@ def _finite(x) -> bool:
         return False
 
 
+def _sums(tensors) -> list:
+    """Each tensor's sum and sum of squares, in one host sync: [(sum, sum of squares)].
+
+    A finite sum means every entry is finite (NaN and Inf propagate through a sum), at a
+    few microseconds where ``isfinite(t).all()`` takes a hundred; only a non-finite sum
+    (an overflow, or a real NaN/Inf) needs the exact check.
+    """
+    if not tensors:
+        return []
+    flat = [t.reshape(-1) for t in tensors]
+    both = torch.stack([x.double() for f in flat for x in (f.sum(), f.dot(f))]).tolist()
+    return list(zip(both[::2], both[1::2], strict=True))
+
+
+def _non_finite(tensor, total) -> bool:
+    return not math.isfinite(total) and not bool(torch.isfinite(tensor).all())
+
+
 def state_problem(state, reference: Mapping) -> str | None:
     """Why ``state`` cannot stand for ``reference`` (same keys, shapes, dtypes, finite), or None."""
     if not isinstance(state, Mapping):
         return f"model is a {type(state).__name__}, not a mapping of tensors"
     missing, extra = set(reference) - set(state), set(state) - set(reference)
     if missing or extra:
+        if missing and not extra:
+            return f"missing parameter {sorted(missing)[0]}" + (
+                f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            )
         return f"model keys differ: missing {sorted(missing)[:3]}, unexpected {sorted(extra)[:3]}"
+    floats = []
     for name, ref in reference.items():
         value = state[name]
         if not torch.is_tensor(value):
@@ -51,8 +74,25 @@ def state_problem(state, reference: Mapping) -> str | None:
                 f"{name} is {value.dtype} {tuple(value.shape)}; expected {ref.dtype} "
                 f"{tuple(ref.shape)}"
             )
-        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+        if value.is_floating_point():
+            floats.append((name, value))
+    for (name, value), (total, _) in zip(floats, _sums([v for _, v in floats]), strict=True):
+        if _non_finite(value, total):
             return f"{name} has non-finite values"
+    return None
+
+
+def update_problem(update: Mapping) -> str | None:
+    """Why an update cannot enter a partition or an average (non-finite, all zeros), or None."""
+    flat = getattr(update, "flat", None)  # a FlatUpdate: one tensor for all its entries
+    values = [flat] if isinstance(flat, torch.Tensor) else list(update.values())
+    sums = _sums(values)
+    if any(_non_finite(v, total) for v, (total, _) in zip(values, sums, strict=True)):
+        return "update has non-finite values"
+    # a zero sum of squares may be an underflow (entries below 1e-23): ask exactly then
+    if all(sq == 0.0 for _, sq in sums) and not any(bool(v.any()) for v in values):
+        # the model came back as sent: a free rider, or steps too small for float32
+        return "update is all zeros (the model came back unchanged)"
     return None
 
 
@@ -60,14 +100,9 @@ def train_problem(result, start: Mapping, declared: int) -> str | None:
     """Why a training reply is unusable, or None; ``declared`` is the silo's enrolled D_i."""
     if isinstance(result, Rejected):
         return result.reason
-    problem = state_problem(result.state, start)
+    problem = state_problem(result.state, start) or update_problem(result.update)
     if problem:
         return problem
-    if any(not bool(torch.isfinite(u).all()) for u in result.update.values()):
-        return "update has non-finite values"
-    if not any(bool(u.any()) for u in result.update.values()):
-        # the model came back as sent: a free rider, or steps too small for float32
-        return "update is all zeros (the model came back unchanged)"
     n = result.n_samples
     try:
         count_ok = not isinstance(n, bool) and float(n).is_integer() and 1 <= n <= declared
