@@ -61,11 +61,31 @@ def test_fig5_table_marks_pending_cells_and_finds_the_best_alpha_per_protocol():
     assert best == {0.1: (1.0, 100.0)}
 
 
+def _complete(r):
+    """``r`` with every field a shipped result has (the report reads only complete runs)."""
+    cfg = dict(r["config"], task="cifar10", scheme="hcct", seed=r["seed"])
+    cfg["epochs"] = len(r["history"])
+    m = r["final"]["mean"]
+    final = dict(r["final"], client_test_error=[m], std=0.0, min=m, max=m)
+    history = [dict(h, groups=h.get("groups", [[0]])) for h in r["history"]]
+    return dict(r, task="cifar10", scheme="hcct", config=cfg, final=final, history=history)
+
+
 def _write(tmp_path, grid, runs):
     folder = tmp_path / grid
     folder.mkdir(parents=True)
     for r in runs:
-        (folder / f"{r['name']}.json").write_text(json.dumps(r))
+        (folder / f"{r['name']}.json").write_text(json.dumps(_complete(r)))
+
+
+def test_the_report_refuses_a_broken_result_naming_it(tmp_path):
+    _write(tmp_path, "fig4-cifar10", [_fig4_run(0, 0, [50, 40], [40.0, 40.0])])
+    path = tmp_path / "fig4-cifar10" / "new0-seed0.json"
+    broken = json.loads(path.read_text())
+    broken["final"]["mean"] = float("nan")
+    path.write_text(json.dumps(broken))
+    with pytest.raises(ValueError, match="new0-seed0.json: not a complete result"):
+        figure_sections(str(tmp_path))
 
 
 @pytest.mark.parametrize("finals, verdict", [((40, 35), "do end lower"), ((40, 45), "do not")])

@@ -19,6 +19,7 @@ from ..training.config import SCHEMES
 from .paper import TABLE1, TABLE3, TABLE4
 from .paper_grids import GRIDS, PATTERNS, TABLE1_NAMES, grid_jobs
 from .runner import job_path
+from .store import result_problem
 
 __all__ = [
     "load_grid",
@@ -32,14 +33,20 @@ __all__ = [
 
 
 def load_grid(out_dir: str, grid: str) -> list:
-    """Every result JSON of ``grid`` under ``out_dir``, sorted by file name."""
+    """Every result JSON of ``grid`` under ``out_dir``, sorted by file name.
+
+    Raises ``ValueError`` naming a file that is not a complete, well-formed result.
+    """
     out = []
     for path in sorted(glob.glob(os.path.join(out_dir, grid, "*.json"))):
         with open(path) as f:
             try:
-                out.append(json.load(f))
+                result = json.load(f)
             except json.JSONDecodeError as err:
                 raise ValueError(f"{path}: not a valid result file ({err})") from None
+        if problem := result_problem(result):  # a table never mixes in a broken run
+            raise ValueError(f"{path}: not a complete result ({problem}); rerun its grid")
+        out.append(result)
     return out
 
 
