@@ -40,8 +40,8 @@ bench: venv
 	$(BIN)/python benchmarks/bench_engine.py
 	$(BIN)/python benchmarks/bench_overhead.py
 
-# The paper's grids at Table 2 settings into results/ (resumable), then docs/reproduction.md.
-# Pick grids and a GPU with e.g. REPRODUCE_ARGS="--grids table3-cifar10 --device cuda".
+# The paper's grids at Table III settings into results/ (resumable), then docs/reproduction.md.
+# Pick grids and a GPU with e.g. REPRODUCE_ARGS="--grids schemes-cifar10 --device cuda".
 WORKERS ?= 2
 reproduce: venv
 	$(BIN)/hcct-lite reproduce --workers $(WORKERS) $(REPRODUCE_ARGS)

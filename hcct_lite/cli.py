@@ -19,7 +19,7 @@ __all__ = ["main", "build_parser"]
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}")
     p.add_argument("--epochs", type=int, help="training epochs (default: the task's)")
-    p.add_argument("--alpha", type=float, help="HCCT's alpha (default: the task's, Table 2)")
+    p.add_argument("--alpha", type=float, help="HCCT's alpha (default: the task's, Table III)")
     p.add_argument("--device", default="cpu", help="auto, cpu or cuda (default cpu)")
     p.add_argument("--clients", dest="n_clients", type=int, help="number of clients N")
     p.add_argument("--samples", type=int, help="average samples assigned per client")
@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub_.add_argument("federation", help="the SuperLink's entry in Flower's config.toml")
     sub_.add_argument("--run-config", default="", help="flwr run's --run-config string")
     sub_.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait")
-    rep = sub.add_parser("reproduce", help="the paper's grids at Table 2 settings; resumable")
+    rep = sub.add_parser("reproduce", help="the paper's grids at Table III settings; resumable")
     rep.add_argument("--grids", nargs="+", default=["all"], help="grid names, or all")
     rep.add_argument("--seeds", nargs="+", type=int, help="seeds (default: each grid's own)")
     rep.add_argument("--out", default="results", help="results folder (default results/)")
@@ -173,7 +173,7 @@ def _verify(args) -> int:
 
 
 def _reproduce(args) -> int:
-    from .experiments.paper_grids import GRIDS, grid_jobs
+    from .experiments.paper_grids import GRIDS, PAPER_PART, grid_jobs
     from .experiments.runner import run_jobs
     from .experiments.store import check_output_path
 
@@ -183,7 +183,8 @@ def _reproduce(args) -> int:
     jobs = grid_jobs(names, args.seeds)
     if args.list:
         for name in names:
-            print(f"{name:24s} {sum(j.grid == name for j in jobs):4d} runs")
+            runs = sum(j.grid == name for j in jobs)
+            print(f"{name:24s} {runs:4d} runs  {PAPER_PART[name]}")
         return 0
     check_output_path(args.out, folder=True, what="--out")
     run_jobs(

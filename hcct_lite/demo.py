@@ -3,7 +3,7 @@
 scikit-learn's 8x8 digits are split over 8 clients whose images are rotated by 0, 90,
 180 or 270 degrees (two clients per rotation), so the right collaboration pattern is
 known: the four rotation pairs. The demo runs all schemes for 3 seeds (resuming from
-``runs/demo`` when re-run), prints the paper's Table 3 and Table 4 layouts and the groups
+``runs/demo`` when re-run), prints the paper's Table IV and Table V layouts and the groups
 HCCT found, and saves a bar chart to ``figures/``.
 
 ``python -m hcct_lite.demo --partition`` shows HCCT's client partition alone on synthetic
@@ -68,7 +68,7 @@ def _save(fig, out, name):
 
 
 def training_demo(out: str, runs: str, seeds) -> None:
-    """Run every scheme on rotated-digits; print Table 3/4 layouts and save a chart."""
+    """Run every scheme on rotated-digits; print Table IV/V layouts and save a chart."""
     from .experiments.runner import run_grid, save_tables
 
     print(

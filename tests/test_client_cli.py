@@ -102,7 +102,7 @@ def test_cli_compare_prints_both_tables(tmp_path, capsys):
     )
     assert code == 0
     text = capsys.readouterr().out
-    assert "Table 3 layout" in text and "Table 4 layout" in text and "independent" in text
+    assert "Table IV layout" in text and "Table V layout" in text and "independent" in text
     for name in ("tables.md", "tables_table3.csv", "tables_table4_rotated-digits.csv"):
         assert (tmp_path / name).exists()
 

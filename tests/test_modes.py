@@ -54,7 +54,7 @@ def test_quick_settings_make_valid_configs_for_every_scheme():
 
 
 def test_results_dir_names_the_variable_when_missing(tmp_path):
-    assert (results_dir() / "table3-fmnist").is_dir()
+    assert (results_dir() / "schemes-fmnist").is_dir()
     with pytest.raises(FileNotFoundError, match="HCCT_RESULTS"):
         results_dir({"HCCT_RESULTS": str(tmp_path / "nowhere")})
 
@@ -120,20 +120,26 @@ def test_figure_summaries_average_over_seeds():
 
 
 def test_quick_jobs_are_small_valid_versions_of_the_paper_grids():
-    for grid in ("fig4-cifar10", "fig5-cifar10", "fig6-digit", "fig7-digit", "ablation-digit"):
+    for grid in (
+        "incoming-cifar10",
+        "alpha-cifar10",
+        "fixed-k-digit",
+        "k-vs-n-digit",
+        "ablation-digit",
+    ):
         jobs = shipped.quick_jobs(grid)
         assert 0 < len(jobs) < len(grid_jobs([grid]))
         for j in jobs:
             assert j.grid == grid
             make_config(j.task, j.scheme, j.seed, **j.overrides)
     with pytest.raises(ValueError, match="no quick version"):
-        shipped.quick_jobs("table3-fmnist")
+        shipped.quick_jobs("schemes-fmnist")
 
 
 def test_grid_progress_counts_shipped_files():
-    text = shipped.grid_progress("table3-fmnist")
-    assert text == "table3-fmnist: 45 of 45 runs shipped"
-    ran = shipped.grid_runs(Mode("shipped"), "table3-fmnist", out_dir="unused")
+    text = shipped.grid_progress("schemes-fmnist")
+    assert text == "schemes-fmnist: 45 of 45 runs shipped"
+    ran = shipped.grid_runs(Mode("shipped"), "schemes-fmnist", out_dir="unused")
     assert len(ran) == 45 and json.dumps(ran[0]["config"])
 
 

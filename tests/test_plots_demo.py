@@ -63,7 +63,7 @@ def test_training_demo_prints_tables_groups_and_saves_the_chart(tmp_path, capsys
     runs = tmp_path / "runs"
     assert demo.main(["--out", str(tmp_path), "--runs", str(runs), "--seeds", "0"]) == 0
     out = capsys.readouterr().out
-    assert "Table 3 layout" in out and "Table 4 layout (rotated-digits)" in out
+    assert "Table IV layout" in out and "Table V layout (rotated-digits)" in out
     assert "seed 0: [[0, 1], [2, 3], [4, 5], [6, 7]]" in out
     assert (tmp_path / "rotated_digits_schemes.png").exists()
     assert len(list(runs.glob("*.json"))) == 9

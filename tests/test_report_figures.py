@@ -1,4 +1,4 @@
-"""The report's Figs. 4-7 sections: summaries of partly shipped grids and their verdicts."""
+"""The report's Figs. 3-6 sections: summaries of partly shipped grids and their verdicts."""
 
 import json
 
@@ -79,8 +79,8 @@ def _write(tmp_path, grid, runs):
 
 
 def test_the_report_refuses_a_broken_result_naming_it(tmp_path):
-    _write(tmp_path, "fig4-cifar10", [_fig4_run(0, 0, [50, 40], [40.0, 40.0])])
-    path = tmp_path / "fig4-cifar10" / "new0-seed0.json"
+    _write(tmp_path, "incoming-cifar10", [_fig4_run(0, 0, [50, 40], [40.0, 40.0])])
+    path = tmp_path / "incoming-cifar10" / "new0-seed0.json"
     broken = json.loads(path.read_text())
     broken["final"]["mean"] = float("nan")
     path.write_text(json.dumps(broken))
@@ -91,7 +91,7 @@ def test_the_report_refuses_a_broken_result_naming_it(tmp_path):
 @pytest.mark.parametrize("finals, verdict", [((40, 35), "do end lower"), ((40, 45), "do not")])
 def test_fig4_verdict_follows_the_numbers(tmp_path, finals, verdict):
     runs = [_fig4_run(n, 0, [50, f], [f, f]) for n, f in enumerate(finals)]
-    _write(tmp_path, "fig4-cifar10", runs)
+    _write(tmp_path, "incoming-cifar10", runs)
     text = figure_sections(str(tmp_path))[0]
     assert f"More arrivals {verdict}" in text and "2 of 9 runs" in text
 
@@ -102,7 +102,7 @@ def test_fixed_k_verdict_names_the_best_k_and_pending_grids(tmp_path):
              history=[{"total_utility": u}])
         for k, e, u in ((1, 9.0, 1.0), (10, 5.0, 3.0), (20, 8.0, 2.0))
     ]  # fmt: skip
-    _write(tmp_path, "fig6-digit", runs)
+    _write(tmp_path, "fixed-k-digit", runs)
     fig4, fig5, fig6, fig7 = figure_sections(str(tmp_path))
     assert "lowest error at K = 10 (5.00)" in fig6 and "K = 10 holds" in fig6
     assert fig4.endswith("pending") and fig5.endswith("pending") and fig7.endswith("pending")
@@ -115,19 +115,19 @@ def test_figure_claims_follow_the_runs():
     for r in runs:
         r["history"][-1]["client_test_error"] = r["history"][-1]["client_test_error"][:2]
         r["config"]["initial_clients"] = 2
-    claims = figure_claims(runs, "fig4-cifar10")
+    claims = figure_claims(runs, "incoming-cifar10")
     assert list(claims.values()) == [True, True]
     runs = [
         _run(f"a{a}", 0, {"train_ratio": 0.1, "alpha": a}, final=e)
         for a, e in ((1.0, 60), (100.0, 50))
     ]
-    assert list(figure_claims(runs, "fig5-cifar10").values()) == [False, True]
+    assert list(figure_claims(runs, "alpha-cifar10").values()) == [False, True]
     runs = [
         _run(f"k{k}", 0, {"n_clients": 20, "fixed_groups": k}, final=e,
              history=[{"total_utility": 0.0}])
         for k, e in ((1, 9.0), (10, 5.0), (20, 8.0))
     ]  # fmt: skip
-    assert list(figure_claims(runs, "fig6-digit").values()) == [True, True]
+    assert list(figure_claims(runs, "fixed-k-digit").values()) == [True, True]
     with pytest.raises(ValueError, match="no claims for grid 'fig9'"):
         figure_claims(runs, "fig9")
 
@@ -138,7 +138,7 @@ def test_the_kernel_section_names_each_rerun_and_summarises_per_grid(tmp_path):
     from hcct_lite.experiments.report_kernels import kernel_section
 
     assert "pending" in kernel_section(str(tmp_path))
-    rep = {"path": "results/table3-fmnist/hcct-seed0.json", "recorded_capability": "default",
+    rep = {"path": "results/schemes-fmnist/hcct-seed0.json", "recorded_capability": "default",
            "capability": "avx512", "same_groups_share": 0.5, "mean_adjusted_rand": 0.75,
            "first_group_difference": 23, "mean_error_change": -0.25,
            "reproduces": False}  # fmt: skip
@@ -146,5 +146,5 @@ def test_the_kernel_section_names_each_rerun_and_summarises_per_grid(tmp_path):
         json.dumps([rep, dict(rep, reproduces=True)])
     )
     text = kernel_section(str(tmp_path))
-    assert "| table3-fmnist/hcct-seed0 | default → avx512 | 50% | 0.750 | 23 | -0.25 |" in text
-    assert "table3-fmnist: 1 of 2 reruns reproduce" in text and "0.25 at most" in text
+    assert "| schemes-fmnist/hcct-seed0 | default → avx512 | 50% | 0.750 | 23 | -0.25 |" in text
+    assert "schemes-fmnist: 1 of 2 reruns reproduce" in text and "0.25 at most" in text

@@ -8,27 +8,27 @@ import numpy as np
 import pytest
 import torch
 
-from hcct_lite.experiments.paper_grids import GRIDS, grid_jobs
+from hcct_lite.experiments.paper_grids import GRIDS, current_grid, grid_jobs
 from hcct_lite.experiments.runner import run_grid
 from hcct_lite.training.config import RunConfig, make_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "results")
 SHIPPED = sorted(glob.glob(os.path.join(RESULTS, "*", "*.json")))
-# What a grid may change in a task's Table 2 settings, each said in docs/reproduction.md:
+# What a grid may change in a task's Table III settings, each said in docs/reproduction.md:
 # the offline Digit domains, and what a figure or ablation varies by design.
 DOCUMENTED = {
-    "table3-fmnist": set(),
-    "table3-rotated-digits": set(),
-    "table3-cifar10": set(),
-    "table3-digit": {"domains"},
+    "schemes-fmnist": set(),
+    "schemes-rotated-digits": set(),
+    "schemes-cifar10": set(),
+    "schemes-digit": {"domains"},
     "fmnist-network": {"model"},
-    "table1-motivating": {"partition"},
+    "motivating": {"partition"},
     "ablation-digit": {"domains", "update_includes_buffers", "record_cosines"},
-    "fig4-cifar10": {"n_clients", "initial_clients", "join_every", "new_clients"},
-    "fig5-cifar10": {"alpha", "train_ratio"},
-    "fig6-digit": {"domains", "n_clients", "fixed_groups"},
-    "fig7-digit": {"domains", "n_clients", "fixed_groups"},
+    "incoming-cifar10": {"n_clients", "initial_clients", "join_every", "new_clients"},
+    "alpha-cifar10": {"alpha", "train_ratio"},
+    "fixed-k-digit": {"domains", "n_clients", "fixed_groups"},
+    "k-vs-n-digit": {"domains", "n_clients", "fixed_groups"},
 }
 
 
@@ -38,7 +38,7 @@ def _load(path):
 
 
 def _job_of(result):
-    jobs = {j.name: j for j in grid_jobs([result["grid"]], seeds=[result["seed"]])}
+    jobs = {j.name: j for j in grid_jobs([current_grid(result["grid"])], seeds=[result["seed"]])}
     return jobs[result["name"]]
 
 
@@ -51,7 +51,7 @@ def test_results_are_shipped():
 def test_shipped_config_is_table2_but_for_documented_differences(path):
     r = _load(path)
     job = _job_of(r)
-    assert set(job.overrides) <= DOCUMENTED[r["grid"]]
+    assert set(job.overrides) <= DOCUMENTED[current_grid(r["grid"])]
     expected = make_config(job.task, job.scheme, job.seed, **job.overrides).to_dict()
     stored = dict(r["config"])
     # the device runs where it runs; fields added to RunConfig after the run take defaults
@@ -67,7 +67,7 @@ def test_shipped_config_is_table2_but_for_documented_differences(path):
 
 def test_maxfl_is_global_on_fmnist_as_in_the_paper():
     def mean_of(scheme):
-        runs = [_load(p) for p in glob.glob(os.path.join(RESULTS, "table3-fmnist", "*.json"))]
+        runs = [_load(p) for p in glob.glob(os.path.join(RESULTS, "schemes-fmnist", "*.json"))]
         return np.mean([x["final"]["mean"] for x in runs if x["scheme"] == scheme])
 
     assert abs(mean_of("maxfl") - mean_of("global")) < 2.0

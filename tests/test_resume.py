@@ -43,7 +43,7 @@ def test_bad_output_paths_fail_before_any_training(tmp_path, capsys):
         (["run", "--scheme", "hcct", "--json", "", *base], "give a file name"),
         (["run", "--scheme", "hcct", "--json", str(tmp_path / ("x" * 300)), *base], "255"),
         (["run", "--scheme", "hcct", "--json", "/dev/null", *base], "character device"),
-        (["reproduce", "--grids", "table3-fmnist", "--out", str(a_file)], "is a file"),
+        (["reproduce", "--grids", "schemes-fmnist", "--out", str(a_file)], "is a file"),
     ]
     for argv, words in cases:
         assert main(argv) == 2

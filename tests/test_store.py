@@ -143,8 +143,12 @@ def test_a_fifo_output_is_refused_and_left_alone(tmp_path):
 
 
 def test_the_fingerprint_covers_only_the_code_that_computes_a_run():
-    from hcct_lite.training.provenance import COMPUTE_PACKAGES, compute_fingerprint
+    from hcct_lite.training.provenance import COMPUTE_PACKAGES, code_text, compute_fingerprint
 
     assert set(COMPUTE_PACKAGES) == {"partition", "training", "schemes"}
     assert compute_fingerprint() == compute_fingerprint() and len(compute_fingerprint()) == 12
+    src = 'def f(a):\n    """Doc."""\n    s = "# kept"  # dropped\n\n    return a * 2\n'
+    reworded = src.replace("Doc.", "Other words,\n    on two lines.").replace("dropped", "x")
+    assert code_text(src) == code_text(reworded) == 'def f(a):\n    s = "# kept"\n    return a * 2'
+    assert code_text(src) != code_text(src.replace("a * 2", "a * 3"))
     assert store.OTHER_CODE == "written by other code"

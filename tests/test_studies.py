@@ -1,4 +1,4 @@
-"""The Fig. 4-7 studies and the buffer ablation, on the embedded task.
+"""The Fig. 3-6 studies and the buffer ablation, on the embedded task.
 
 The notebook and the report draw these from grid runs (``run_jobs``) through the summaries
 of :mod:`hcct_lite.experiments.shipped`; the same path is tested here.

@@ -12,7 +12,7 @@ import pytest
 from hcct_lite.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHIPPED_FMNIST = os.path.join(ROOT, "results", "table3-fmnist", "hcct-seed0.json")
+SHIPPED_FMNIST = os.path.join(ROOT, "results", "schemes-fmnist", "hcct-seed0.json")
 x86 = pytest.mark.skipif(
     platform.machine() not in ("x86_64", "AMD64"), reason="the shipped kernels are x86-64's"
 )

@@ -1,4 +1,4 @@
-"""The paper's experiments: running grids, the paper's numbers, Table 1, Figs.
+"""The paper's experiments: running grids, the paper's numbers, Table II, Figs.
 
-4-7 and the reproduction report (``docs/reproduction.md``).
+3-6 and the reproduction report (``docs/reproduction.md``).
 """

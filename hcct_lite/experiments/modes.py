@@ -7,7 +7,7 @@
     Recompute on small models and data chosen so that the paper's effects still show where
     they can (a few minutes on a 2-core CPU; what CI runs).
 ``full``
-    Recompute at the paper's Table 2 settings, five seeds, on any device (``device="auto"``).
+    Recompute at the paper's Table III settings, five seeds, on any device (``device="auto"``).
 
 Every notebook calls :func:`notebook_mode` once and takes its settings from
 :func:`task_settings`, so the modes mean the same thing everywhere.
@@ -37,15 +37,15 @@ ENV = "HCCT_MODE"
 MODES = {
     "shipped": "the paper-scale results shipped in results/ (no training)",
     "quick": "recomputed small: small models and data, 3 seeds, minutes on a CPU",
-    "full": "recomputed at the paper's Table 2 settings, 5 seeds (a GPU is advised)",
+    "full": "recomputed at the paper's Table III settings, 5 seeds (a GPU is advised)",
 }
 
 # Quick settings per task, and why each still tells the paper's story (or cannot).
 QUICK = {
-    # scikit-learn's 8x8 digits split as Table 1 splits CIFAR-10 (clients 1 and 2 share five
+    # scikit-learn's 8x8 digits split as Table II splits CIFAR-10 (clients 1 and 2 share five
     # classes 20 % / 80 %, client 3 has the other five): the patterns rank as in the paper
     "motivating": dict(dataset="digits", model="small_digits", epochs=10, batch_size=16),
-    # Table 2's FMNIST task itself, 20 of its 50 epochs: HCCT = Global << Independent shows
+    # Table III's FMNIST task itself, 20 of its 50 epochs: HCCT = Global << Independent shows
     "fmnist": dict(epochs=20, maxfl_reference_epochs=20),
     # the Digit task with a 65k-weight CNN of the same layer kinds and 100 samples per client
     "digit": dict(
@@ -60,7 +60,7 @@ QUICK = {
     "cifar10": dict(
         dataset="digits", model="small_digits", samples=120, epochs=20, maxfl_reference_epochs=20
     ),
-    # the project's own task is small already: its Table 2 settings
+    # the project's own task is small already: its Table III settings
     "rotated-digits": {},
 }
 QUICK_SEEDS = (0, 1, 2)

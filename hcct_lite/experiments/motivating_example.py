@@ -1,4 +1,4 @@
-"""The paper's motivating example (Section III-B, Table 1).
+"""The paper's motivating example (Section III-B, Table II).
 
 Three CIFAR-10 clients and every way they can collaborate.
 """
@@ -71,7 +71,7 @@ def pattern_means(results: dict) -> dict:
 
 
 def table1(results: dict):
-    """Table 1's layout, ours beside the paper's: returns ``(header, rows)``."""
+    """Table II's layout, ours beside the paper's: returns ``(header, rows)``."""
     header = [
         "pattern",
         "client 1",
@@ -112,7 +112,7 @@ def alone_in(pattern: str) -> set:
 
 
 def pattern_claims(results: dict) -> dict:
-    """The notebook's claims about Table 1, each evaluated on ``results``.
+    """The notebook's claims about Table II, each evaluated on ``results``.
 
     Parameters
     ----------

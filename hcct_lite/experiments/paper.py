@@ -5,7 +5,7 @@ Sun, Kountouris and Zhang, arXiv 2401.13236. Test errors in %.
 
 __all__ = ["TABLE1", "TABLE3", "TABLE4", "FIGURES"]
 
-# Table 1: CIFAR-10 motivating example, test error after 10 epochs: per client (mean, std)
+# Table II: CIFAR-10 motivating example, test error after 10 epochs: per client (mean, std)
 # over seeds, then the mean and std over the three clients.
 TABLE1 = {
     "independent": {
@@ -31,7 +31,7 @@ TABLE1 = {
     },
 }
 
-# Table 3: mean test error over clients, mean ± std over five seeds.
+# Table IV: mean test error over clients, mean ± std over five seeds.
 TABLE3 = {
     "independent": {"digit": (30.22, 0.27), "fmnist": (48.38, 1.52), "cifar10": (34.47, 4.73)},
     "global": {"digit": (29.55, 1.37), "fmnist": (29.98, 4.04), "cifar10": (46.96, 3.72)},
@@ -44,7 +44,7 @@ TABLE3 = {
     "hcct-p": {"digit": (19.85, 0.31), "fmnist": (29.51, 2.11), "cifar10": (34.37, 4.77)},
 }
 
-# Table 4: Digit task, statistics over clients (mean, std, min, max).
+# Table V: Digit task, statistics over clients (mean, std, min, max).
 TABLE4 = {
     "independent": (30.22, 18.89, 6.13, 56.01),
     "global": (29.55, 20.89, 4.99, 62.27),
@@ -58,12 +58,13 @@ TABLE4 = {
 
 # The figures are plots without tables; what the paper says of them.
 FIGURES = {
-    "fig4": "CIFAR-10, 10 clients plus 0, 1 or 2 new clients every 10 epochs: each arrival "
-    "lowers the mean test error; more incoming clients end lower.",
-    "fig5": "CIFAR-10: with little training data (train ratio 0.05 or 0.1) alpha = 100 is "
-    "best; with more (0.2, 0.5) a smaller alpha is better; small alphas matter little.",
-    "fig6": "Digit, N = 20, fixed K: the lowest test error and the highest total utility "
-    "both occur at K = 10 (clients sharing a data set group together).",
-    "fig7": "Digit, N in {10..50}, K in {1, 2, 5, 10, N}: clients prefer a limited number "
-    "of collaborators to one global federation.",
+    "incoming-cifar10": "Fig. 3: CIFAR-10, 10 clients plus 0, 1 or 2 new clients every 10 "
+    "epochs: each arrival lowers the mean test error; more incoming clients end lower.",
+    "alpha-cifar10": "Fig. 4: CIFAR-10: with little training data (train ratio 0.05 or 0.1) "
+    "alpha = 100 is best; with more (0.2, 0.5) a smaller alpha is better; small alphas matter "
+    "little.",
+    "fixed-k-digit": "Fig. 5: Digit, N = 20, fixed K: the lowest test error and the highest "
+    "total utility both occur at K = 10 (clients sharing a data set group together).",
+    "k-vs-n-digit": "Fig. 6: Digit, N in {10..50}, K in {1, 2, 5, 10, N}: clients prefer a "
+    "limited number of collaborators to one global federation.",
 }

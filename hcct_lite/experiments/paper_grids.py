@@ -1,4 +1,4 @@
-"""The paper's experiments at its Table 2 settings, as resumable grids of runs.
+"""The paper's experiments at its Table III settings, as resumable grids of runs.
 
 Every grid is a list of :class:`Job` s (task, scheme, seed and overrides of the task's
 defaults); each job writes one JSON file under ``results/<grid>/``, with the run's
@@ -17,11 +17,20 @@ from ..training.config import SCHEMES
 from .motivating_example import PATTERNS as MOTIVATING_PATTERNS
 from .runner import Job
 
-__all__ = ["GRIDS", "OFFLINE_DIGIT_DOMAINS", "PATTERNS", "TABLE1_NAMES", "grid_jobs"]
+__all__ = [
+    "GRIDS",
+    "OFFLINE_DIGIT_DOMAINS",
+    "PAPER_PART",
+    "PATTERNS",
+    "RENAMED",
+    "TABLE1_NAMES",
+    "current_grid",
+    "grid_jobs",
+]
 
 OFFLINE_DIGIT_DOMAINS = ["mnist", "usps", "mnistm"]
 SEEDS = (0, 1, 2, 3, 4)
-# Table 1's collaboration patterns, named for file names ("(1,2)" -> "pair-12"), and
+# Table II's collaboration patterns, named for file names ("(1,2)" -> "pair-12"), and
 # HCCT's own choice; TABLE1_NAMES maps each back to the paper's row.
 TABLE1_NAMES = {
     (f"pair-{name.strip('()').replace(',', '')}" if name.startswith("(") else name): name
@@ -53,7 +62,7 @@ def _fmnist_network(seeds):
 
 def _table1(seeds):
     return [
-        Job("table1-motivating", f"{name}-seed{seed}", "motivating", scheme, seed,
+        Job("motivating", f"{name}-seed{seed}", "motivating", scheme, seed,
             {"partition": part} if part else {})
         for name, (scheme, part) in PATTERNS.items()
         for seed in seeds
@@ -65,7 +74,14 @@ def _fig4(seeds):
     # curve builds the same 18-client federation, so the first 10 hold the same data.
     kw = dict(n_clients=18, initial_clients=10, join_every=10)
     return [
-        Job("fig4-cifar10", f"new{n}-seed{seed}", "cifar10", "hcct", seed, dict(kw, new_clients=n))
+        Job(
+            "incoming-cifar10",
+            f"new{n}-seed{seed}",
+            "cifar10",
+            "hcct",
+            seed,
+            dict(kw, new_clients=n),
+        )
         for n in (0, 1, 2)
         for seed in seeds
     ]
@@ -73,7 +89,7 @@ def _fig4(seeds):
 
 def _fig5(seeds):
     return [
-        Job("fig5-cifar10", f"ratio{r}-alpha{a:g}-seed{seed}", "cifar10", "hcct", seed,
+        Job("alpha-cifar10", f"ratio{r}-alpha{a:g}-seed{seed}", "cifar10", "hcct", seed,
             {"alpha": a, "train_ratio": r})
         for r in FIG5_RATIOS
         for a in FIG5_ALPHAS
@@ -84,7 +100,7 @@ def _fig5(seeds):
 def _fig6(seeds):
     kw = dict(n_clients=20, domains=OFFLINE_DIGIT_DOMAINS)
     return [
-        Job("fig6-digit", f"k{k}-seed{seed}", "digit", "hcct", seed, dict(kw, fixed_groups=k))
+        Job("fixed-k-digit", f"k{k}-seed{seed}", "digit", "hcct", seed, dict(kw, fixed_groups=k))
         for seed in seeds
         for k in FIG6_KS
     ]
@@ -96,7 +112,7 @@ def _fig7(seeds):
         for n in FIG7_NS:
             for k in sorted({1, 2, 5, 10, n}):
                 kw = dict(n_clients=n, fixed_groups=k, domains=OFFLINE_DIGIT_DOMAINS)
-                jobs.append(Job("fig7-digit", f"n{n}-k{k}-seed{seed}", "digit", "hcct", seed, kw))
+                jobs.append(Job("k-vs-n-digit", f"n{n}-k{k}-seed{seed}", "digit", "hcct", seed, kw))
     return jobs
 
 
@@ -112,30 +128,66 @@ def _ablation(seeds):
 
 # name -> (builder of its jobs from seeds, default seeds); ordered by priority.
 GRIDS = {
-    "table3-fmnist": (lambda s: _table3("table3-fmnist", "fmnist", s), SEEDS),
-    "table3-rotated-digits": (
-        lambda s: _table3("table3-rotated-digits", "rotated-digits", s),
+    "schemes-fmnist": (lambda s: _table3("schemes-fmnist", "fmnist", s), SEEDS),
+    "schemes-rotated-digits": (
+        lambda s: _table3("schemes-rotated-digits", "rotated-digits", s),
         SEEDS,
     ),
     "fmnist-network": (_fmnist_network, SEEDS),
-    "table1-motivating": (_table1, SEEDS),
-    "table3-digit": (
-        lambda s: _table3("table3-digit", "digit", s, domains=OFFLINE_DIGIT_DOMAINS),
+    "motivating": (_table1, SEEDS),
+    "schemes-digit": (
+        lambda s: _table3("schemes-digit", "digit", s, domains=OFFLINE_DIGIT_DOMAINS),
         SEEDS,
     ),
-    "table3-cifar10": (lambda s: _table3("table3-cifar10", "cifar10", s), SEEDS),
+    "schemes-cifar10": (lambda s: _table3("schemes-cifar10", "cifar10", s), SEEDS),
     "ablation-digit": (_ablation, SEEDS[:3]),
-    "fig4-cifar10": (_fig4, SEEDS[:3]),
-    "fig5-cifar10": (_fig5, SEEDS[:3]),
-    "fig6-digit": (_fig6, SEEDS[:3]),
-    "fig7-digit": (_fig7, SEEDS[:3]),
+    "incoming-cifar10": (_fig4, SEEDS[:3]),
+    "alpha-cifar10": (_fig5, SEEDS[:3]),
+    "fixed-k-digit": (_fig6, SEEDS[:3]),
+    "k-vs-n-digit": (_fig7, SEEDS[:3]),
 }
+
+
+# What each grid reproduces, in the compiled paper's numbering (Roman tables, IEEE style).
+PAPER_PART = {
+    "schemes-fmnist": "Table IV, FMNIST",
+    "schemes-rotated-digits": "Table IV layout, rotated digits (not in the paper)",
+    "fmnist-network": "Table IV, FMNIST: the authors' network",
+    "motivating": "Table II, the motivating example",
+    "schemes-digit": "Tables IV and V, Digit",
+    "schemes-cifar10": "Table IV, CIFAR-10",
+    "ablation-digit": "Digit: updates with and without batch-norm buffers",
+    "incoming-cifar10": "Fig. 3, incoming clients",
+    "alpha-cifar10": "Fig. 4, alpha against the train ratio",
+    "fixed-k-digit": "Fig. 5, a fixed number of groups K",
+    "k-vs-n-digit": "Fig. 6, K against the number of clients N",
+}
+# Grids were once named by table and figure numbers that were not the compiled paper's;
+# files written then still say so in their "grid" field.
+RENAMED = {
+    "table3-fmnist": "schemes-fmnist",
+    "table3-rotated-digits": "schemes-rotated-digits",
+    "table3-digit": "schemes-digit",
+    "table3-cifar10": "schemes-cifar10",
+    "table1-motivating": "motivating",
+    "fig4-cifar10": "incoming-cifar10",
+    "fig5-cifar10": "alpha-cifar10",
+    "fig6-digit": "fixed-k-digit",
+    "fig7-digit": "k-vs-n-digit",
+}
+
+
+def current_grid(name: str) -> str:
+    """A grid's name today (``RENAMED`` maps the old ones a stored result may carry)."""
+    return RENAMED.get(name, name)
 
 
 def grid_jobs(names, seeds=None) -> list:
     """Every job of the grids ``names`` (each grid's own seeds unless ``seeds`` is given)."""
     jobs = []
     for name in names:
+        if name in RENAMED:
+            raise ValueError(f"grid {name!r} is now called {RENAMED[name]!r}")
         if name not in GRIDS:
             raise ValueError(f"unknown grid {name!r}; choose from {list(GRIDS)}")
         build, default = GRIDS[name]

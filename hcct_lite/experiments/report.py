@@ -45,7 +45,7 @@ can read without a network: Digit uses three of the paper's five domains (MNIST,
 MNIST-M; SVHN and SynthDigits are not available offline), with 10 clients over three
 domains instead of two per domain over five; CIFAR-10 is a 12,000-image subset (1,200
 samples per client on average instead of 1,900, decoded from JPEG copies). Every other
-setting is the paper's Table 2 (`hcct_lite.training.tasks.TASKS`); a test checks that each shipped
+setting is the paper's Table III (`hcct_lite.training.tasks.TASKS`); a test checks that each shipped
 configuration equals those defaults but for the differences named here.
 """
 
@@ -126,7 +126,7 @@ def _why_fmnist(stats) -> str:
 def _network_section(out_dir) -> str:
     runs = load_grid(out_dir, "fmnist-network") + [
         dict(r, config=dict(r["config"], model="fmnist_mlp"))
-        for r in load_grid(out_dir, "table3-fmnist")
+        for r in load_grid(out_dir, "schemes-fmnist")
         if r["scheme"] in ("independent", "global", "hcct")
     ]
     text = ["## The FMNIST network: ours against the authors'", ""]
@@ -153,7 +153,7 @@ def _network_section(out_dir) -> str:
         )
 
     text += [
-        "Best-epoch mean test error (%), FMNIST at Table 2's settings. `fmnist_mlp` (the "
+        "Best-epoch mean test error (%), FMNIST at Table III's settings. `fmnist_mlp` (the "
         "default) is 784-64-10 returning logits; `fmnist_mlp_dropout` adds the authors' "
         "dropout 0.5; `fmnist_mlp_authors` also returns a softmax, which the cross-entropy "
         "softmaxes again, as in the authors' code. Paper: independent 48.38, global 29.98, "
@@ -175,7 +175,7 @@ def _why_digit(stats) -> str:
     return (
         "Here the paper's Digit result does **not** reproduce: with updates over trainable "
         "parameters (the paper's definition) the update cosines between clients are small, "
-        "even within a domain, so Table 2's α = 1 never pays for a merge and HCCT stays at "
+        "even within a domain, so Table III's α = 1 never pays for a merge and HCCT stays at "
         "independent training; Global is better than both on these three domains. The "
         "ablation section below measures the cosines at these settings over trainable "
         "parameters and with batch-norm buffers (the authors' code)."
@@ -198,18 +198,18 @@ def _why_rotated(stats) -> str:
 
 
 TABLE3_TASKS = (
-    ("fmnist", "table3-fmnist", _why_fmnist),
-    ("digit", "table3-digit", _why_digit),
-    ("cifar10", "table3-cifar10", _why_cifar),
-    ("rotated-digits", "table3-rotated-digits", _why_rotated),
+    ("fmnist", "schemes-fmnist", _why_fmnist),
+    ("digit", "schemes-digit", _why_digit),
+    ("cifar10", "schemes-cifar10", _why_cifar),
+    ("rotated-digits", "schemes-rotated-digits", _why_rotated),
 )
 
 
 def _table4_section(out_dir) -> str:
-    runs = load_grid(out_dir, "table3-digit")
+    runs = load_grid(out_dir, "schemes-digit")
     rows = table4_rows(runs)
     if not rows:
-        return "## Table 4 (Digit)\n\npending"
+        return "## Table V (Digit)\n\npending"
     # each scheme's worst client (final epoch), averaged over seeds, as in the table
     worst = {
         s: float(np.mean([r["final"]["max"] for r in runs if r["scheme"] == s]))
@@ -218,7 +218,7 @@ def _table4_section(out_dir) -> str:
     lowest = min(worst, key=worst.get)
     return "\n".join(
         [
-            "## Table 4: Digit, test error over clients (mean / std / min / max)",
+            "## Table V: Digit, test error over clients (mean / std / min / max)",
             "",
             to_markdown(["scheme", "ours: final epoch", "ours: best epoch", "paper"], rows),
             "",
@@ -227,13 +227,13 @@ def _table4_section(out_dir) -> str:
             f"{worst.get('hcct', float('nan')):.2f} under HCCT and "
             f"{worst.get('independent', float('nan')):.2f} under Independent; the lowest "
             f"worst-client error is {lowest}'s ({worst[lowest]:.2f}). This does not reproduce, "
-            "for the reason the Table 3 paragraph gives.",
+            "for the reason the Table IV paragraph gives.",
         ]
     )
 
 
 def _table1_section(out_dir) -> str:
-    runs = load_grid(out_dir, "table1-motivating")
+    runs = load_grid(out_dir, "motivating")
     header = [
         "pattern (seeds)",
         "client 1",
@@ -244,12 +244,12 @@ def _table1_section(out_dir) -> str:
         "paper mean / std",
     ]
     text = [
-        "## Table 1: the motivating example (CIFAR-10, three clients, 10 epochs)",
+        "## Table II: the motivating example (CIFAR-10, three clients, 10 epochs)",
         "",
         "Clients 1 and 2 hold 20 % and 80 % of five classes, client 3 the other five "
         "classes; final-epoch errors per client. `pair-12` is the paper's (1,2) pattern "
         "(clients 1 and 2 train one model, client 3 alone), and so on; `hcct` is what "
-        "HCCT does by itself at Table 2's α.",
+        "HCCT does by itself at Table III's α.",
         "",
         to_markdown(header, table1_rows(runs)),
     ]
@@ -291,7 +291,7 @@ def _ablation_section(out_dir) -> str:
         "final error",
     ]
     text += [
-        "Digit at Table 2's settings, HCCT; cosines of the updates of epoch 1, averaged over "
+        "Digit at Table III's settings, HCCT; cosines of the updates of epoch 1, averaged over "
         "pairs of clients. `parameters`: updates over trainable parameters (the paper); "
         "`buffers`: over every state entry, batch-norm running statistics and counters "
         "included (the authors' code).",
@@ -310,7 +310,7 @@ def _ablation_section(out_dir) -> str:
             f"looks alike (cosine {bs:.3f} within a domain, {bo:.3f} across), so the "
             f"partition follows the α/D̂ term alone and ends with {bg} groups; over "
             f"trainable parameters the cosines are {ps:.3f} within and {po:.3f} across "
-            f"domains, too small for Table 2's α = 1 to pay for a merge, and HCCT keeps "
+            f"domains, too small for Table III's α = 1 to pay for a merge, and HCCT keeps "
             f"{pg} groups (independent training). Results obtained with buffers are not "
             "evidence that gradient similarity finds the right collaborators.",
         ]
@@ -326,7 +326,7 @@ def _seed_means(rows) -> tuple:
 
 def render(out_dir: str) -> str:
     """The whole report's markdown from the results in ``out_dir``."""
-    parts = [INTRO, _status_section(out_dir), "## Table 3: mean test error (%) over clients"]
+    parts = [INTRO, _status_section(out_dir), "## Table IV: mean test error (%) over clients"]
     for task, grid, why in TABLE3_TASKS:
         parts.append(_table3_section(out_dir, task, grid, why))
         if task == "fmnist":

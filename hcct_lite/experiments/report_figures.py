@@ -1,4 +1,4 @@
-"""The report's sections for the paper's Figs. 4-7, each computed from its grid's runs.
+"""The report's sections for the paper's Figs. 3-6, each computed from its grid's runs.
 
 Every section states what the paper's figure shows, prints our numbers as a table and says,
 with numbers computed here, whether the figure's claim holds on our runs. Partly shipped
@@ -24,18 +24,18 @@ def _heading(title, grid, runs) -> list:
     return [
         f"## {title}",
         "",
-        f"Paper: {FIGURES[grid.split('-')[0]]}",
+        f"Paper: {FIGURES[grid]}",
         "",
         f"`{grid}`: {len(runs)} of {planned} runs summarised (seeds {seeds or '-'}).",
     ]
 
 
 def fig4_table(runs) -> tuple:
-    """Fig. 4's curves: one row per arrival rate, and the checkpoints (epochs) of its columns.
+    """Fig. 3's curves: one row per arrival rate, and the checkpoints (epochs) of its columns.
 
     Parameters
     ----------
-    runs : list of result dicts of the ``fig4-cifar10`` grid
+    runs : list of result dicts of the ``incoming-cifar10`` grid
 
     Returns
     -------
@@ -69,8 +69,8 @@ def fig4_table(runs) -> tuple:
 
 
 def _fig4_section(out_dir) -> str:
-    runs = complete_seeds(load_grid(out_dir, "fig4-cifar10"))
-    text = _heading("Fig. 4: clients arriving during training (CIFAR-10)", "fig4-cifar10", runs)
+    runs = complete_seeds(load_grid(out_dir, "incoming-cifar10"))
+    text = _heading("Fig. 3: clients arriving during training (CIFAR-10)", "incoming-cifar10", runs)
     rows, checkpoints = fig4_table(runs)
     if not rows:
         return "\n".join(text + ["", "pending"])
@@ -88,16 +88,16 @@ def _fig4_section(out_dir) -> str:
         "",
         f"More arrivals {'do' if ends_lower else 'do not'} end lower on our runs (final "
         f"means {', '.join(f'{x:.2f}' for x in finals)}). The first {initial} clients end at "
-        f"{incumbents} with 0, 1, 2 arrivals per period: at Table 2's α = 1 HCCT keeps almost "
-        "every CIFAR-10 client alone (as in Table 3, where HCCT ≈ Independent), so a newcomer "
+        f"{incumbents} with 0, 1, 2 arrivals per period: at Table III's α = 1 HCCT keeps almost "
+        "every CIFAR-10 client alone (as in Table IV, where HCCT ≈ Independent), so a newcomer "
         "rarely joins anyone, and it has trained for fewer epochs than the clients it is "
-        "averaged with. Fig. 4 does not reproduce here.",
+        "averaged with. Fig. 3 does not reproduce here.",
     ]
     return "\n".join(text)
 
 
 def fig5_table(runs) -> tuple:
-    """Fig. 5: one row per α, one column per train ratio, cells "final (best epoch)".
+    """Fig. 4: one row per α, one column per train ratio, cells "final (best epoch)".
 
     Returns
     -------
@@ -130,9 +130,9 @@ def fig5_table(runs) -> tuple:
 
 
 def _fig5_section(out_dir) -> str:
-    runs = complete_seeds(load_grid(out_dir, "fig5-cifar10"))
+    runs = complete_seeds(load_grid(out_dir, "alpha-cifar10"))
     text = _heading(
-        "Fig. 5: α against the amount of training data (CIFAR-10)", "fig5-cifar10", runs
+        "Fig. 4: α against the amount of training data (CIFAR-10)", "alpha-cifar10", runs
     )
     rows, best = fig5_table(runs)
     if not rows:
@@ -195,7 +195,7 @@ def _fixed_k_section(out_dir, grid, title, paper_k=None) -> str:
             text[-1] += (
                 f" The paper's optimum at K = {paper_k} "
                 + ("holds" if k_err == paper_k == k_util else "does not hold")
-                + "; our Digit has 3 domains, the paper's 5. At Table 2's α = 1 the α/D̂ "
+                + "; our Digit has 3 domains, the paper's 5. At Table III's α = 1 the α/D̂ "
                 "term is small beside the cosine term, and smaller groups have larger "
                 "cosines (a singleton's is 1), so total utility favours many groups."
             )
@@ -203,14 +203,14 @@ def _fixed_k_section(out_dir, grid, title, paper_k=None) -> str:
 
 
 def figure_sections(out_dir: str) -> list:
-    """The markdown sections of Figs. 4-7, in the paper's order."""
+    """The markdown sections of Figs. 3-6, in the paper's order."""
     return [
         _fig4_section(out_dir),
         _fig5_section(out_dir),
         _fixed_k_section(
-            out_dir, "fig6-digit", "Fig. 6: a fixed number of groups (Digit, N = 20)", 10
+            out_dir, "fixed-k-digit", "Fig. 5: a fixed number of groups (Digit, N = 20)", 10
         ),
         _fixed_k_section(
-            out_dir, "fig7-digit", "Fig. 7: a fixed number of groups as N grows (Digit)"
+            out_dir, "k-vs-n-digit", "Fig. 6: a fixed number of groups as N grows (Digit)"
         ),
     ]

@@ -106,7 +106,7 @@ def by_scheme(runs) -> dict:
 
 
 def protocol_table(runs, task: str) -> list:
-    """Table 3 rows for one task: scheme, paper, final epoch, best epoch (seeds in brackets)."""
+    """Table IV rows for one task: scheme, paper, final epoch, best epoch (seeds in brackets)."""
     stats = by_scheme(runs)
     rows = []
     for s in SCHEMES:
@@ -118,7 +118,7 @@ def protocol_table(runs, task: str) -> list:
 
 
 def table4_rows(runs) -> list:
-    """Table 4 (Digit): mean, std, min, max over clients (seed-averaged), both protocols."""
+    """Table V (Digit): mean, std, min, max over clients (seed-averaged), both protocols."""
     rows = []
     for s in SCHEMES:
         rs = [r for r in runs if r["scheme"] == s]
@@ -141,7 +141,7 @@ def table4_rows(runs) -> list:
 
 
 def table1_rows(runs) -> list:
-    """Table 1's rows, one per collaboration pattern.
+    """Table II's rows, one per collaboration pattern.
 
     Each client's final error (mean ± std over seeds), the mean and std over clients, the
     best-epoch mean, and the paper's mean and std.

@@ -1,6 +1,6 @@
 """Result files and the paper's tables.
 
-Table 3 (mean ± std over seeds) and Table 4 (mean, std, min, max over clients).
+Table IV (mean ± std over seeds) and Table V (mean, std, min, max over clients).
 """
 
 from __future__ import annotations
@@ -128,19 +128,19 @@ def to_csv(header, rows) -> str:
 
 
 def tables(results, schemes, tasks):
-    """The two tables as (header, rows): Table 3 over tasks, Table 4 for each task."""
+    """The two tables as (header, rows): Table IV over tasks, Table V for each task."""
     t3 = _rows3(table3(results), schemes, tasks)
     t4 = {t: _rows4(table4(results), schemes, t) for t in tasks}
     return t3, t4
 
 
 def beside_paper(results, schemes, tasks):
-    """Table 3 and Table 4 with the paper's numbers beside ours.
+    """Table IV and Table V with the paper's numbers beside ours.
 
     Both protocols beside the paper's: the final epoch (ours: nothing selected on test
     data) and each client's best epoch selected on its test split (the authors' code's,
     so the column to compare with the paper). Returns ``(t3, t4)``, each as ``(header,
-    rows)``; Table 4 (final epoch, plus the best-epoch mean) is for the Digit task when
+    rows)``; Table V (final epoch, plus the best-epoch mean) is for the Digit task when
     present.
     """
     from .paper import TABLE3, TABLE4

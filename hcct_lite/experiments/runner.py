@@ -84,17 +84,17 @@ def run_grid(
 
 
 def save_tables(results, schemes, tasks, out_dir, stem="tables") -> str:
-    """Print-ready text of Table 3 and Table 4; also saved as ``<stem>.md`` and CSVs."""
+    """Print-ready text of Table IV and Table V; also saved as ``<stem>.md`` and CSVs."""
     from .results import to_text
 
     (h3, r3), t4 = tables(results, schemes, tasks)
     md = [
-        "## Table 3: mean test error (%) over clients, mean ± std over seeds",
+        "## Table IV: mean test error (%) over clients, mean ± std over seeds",
         "",
         to_markdown(h3, r3),
     ]
     text = [
-        "Table 3 layout: mean test error (%) over clients, mean ± std over seeds",
+        "Table IV layout: mean test error (%) over clients, mean ± std over seeds",
         to_text(h3, r3),
     ]
     os.makedirs(out_dir, exist_ok=True)
@@ -103,13 +103,13 @@ def save_tables(results, schemes, tasks, out_dir, stem="tables") -> str:
     for t, (h4, r4) in t4.items():
         md += [
             "",
-            f"## Table 4 ({t}): test error (%) over clients, averaged over seeds",
+            f"## Table V ({t}): test error (%) over clients, averaged over seeds",
             "",
             to_markdown(h4, r4),
         ]
         text += [
             "",
-            f"Table 4 layout ({t}): test error (%) over clients, averaged over seeds",
+            f"Table V layout ({t}): test error (%) over clients, averaged over seeds",
             to_text(h4, r4),
         ]
         with open(os.path.join(out_dir, f"{stem}_table4_{t}.csv"), "w") as f:

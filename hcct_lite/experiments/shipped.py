@@ -53,22 +53,22 @@ def _quick_grid(grid, task, seed, variants) -> list:
 def quick_jobs(grid: str, seed: int = 0) -> list:
     """Quick mode's small version of a figure grid of the paper, one seed.
 
-    Fig. 4: 6 clients, then 0, 1 or 2 join every 5 epochs; Fig. 5: alpha 1..1000 at train
-    ratios 0.1 and 0.5; Fig. 6: N = 6, K = 1, 2, 3, 6; Fig. 7: N = 3, 6, K = 1, 2, N;
+    Fig. 3: 6 clients, then 0, 1 or 2 join every 5 epochs; Fig. 4: alpha 1..1000 at train
+    ratios 0.1 and 0.5; Fig. 5: N = 6, K = 1, 2, 3, 6; Fig. 6: N = 3, 6, K = 1, 2, N;
     the ablation: updates over parameters, and with batch-norm buffers.
     """
-    if grid == "fig4-cifar10":
+    if grid == "incoming-cifar10":
         kw = dict(n_clients=12, initial_clients=6, join_every=5)
         v = [(f"new{n}", "hcct", dict(kw, new_clients=n)) for n in (0, 1, 2)]
         return _quick_grid(grid, "cifar10", seed, v)
-    if grid == "fig5-cifar10":
+    if grid == "alpha-cifar10":
         v = [(f"ratio{r}-alpha{a:g}", "hcct", {"alpha": a, "train_ratio": r})
              for r in (0.1, 0.5) for a in (1.0, 10.0, 100.0, 1000.0)]  # fmt: skip
         return _quick_grid(grid, "cifar10", seed, v)
-    if grid == "fig6-digit":
+    if grid == "fixed-k-digit":
         v = [(f"k{k}", "hcct", {"n_clients": 6, "fixed_groups": k}) for k in (1, 2, 3, 6)]
         return _quick_grid(grid, "digit", seed, v)
-    if grid == "fig7-digit":
+    if grid == "k-vs-n-digit":
         v = [(f"n{n}-k{k}", "hcct", {"n_clients": n, "fixed_groups": k})
              for n in (3, 6) for k in sorted({1, 2, n})]  # fmt: skip
         return _quick_grid(grid, "digit", seed, v)
@@ -103,7 +103,7 @@ def common_seeds(results: dict) -> list:
 
 
 def motivating_results(mode: Mode) -> dict:
-    """Table 1: pattern -> list of result dicts, every pattern over the same seeds.
+    """Table II: pattern -> list of result dicts, every pattern over the same seeds.
 
     Shipped mode keeps only the seeds every pattern has run, so patterns are compared
     like with like; quick and full modes train every pattern for ``mode.seeds``.
@@ -111,7 +111,7 @@ def motivating_results(mode: Mode) -> dict:
     if mode.recompute:
         settings, _ = task_settings(mode, "motivating")
         return run_patterns(seeds=mode.seeds, log=None, **settings)
-    runs = load_grid(str(results_dir()), "table1-motivating")
+    runs = load_grid(str(results_dir()), "motivating")
     out = {pattern: [] for pattern in PATTERNS}
     for r in runs:
         name = TABLE1_NAMES.get(variant(r))
@@ -126,13 +126,13 @@ def motivating_results(mode: Mode) -> dict:
 
 
 def table3_runs(mode: Mode, task: str, out_dir: str, schemes=SCHEMES, workers: int = 2) -> list:
-    """Table 3's runs of ``task``: shipped files, or every scheme trained for ``mode.seeds``.
+    """Table IV's runs of ``task``: shipped files, or every scheme trained for ``mode.seeds``.
 
     ``out_dir`` caches recomputed runs (resumable); shipped runs are read from
     ``results/table3-<task>``.
     """
     if not mode.recompute:
-        return load_grid(str(results_dir()), f"table3-{task}")
+        return load_grid(str(results_dir()), f"schemes-{task}")
     settings, _ = task_settings(mode, task)
     return run_grid(task, list(schemes), list(mode.seeds), out_dir, progress=False, log=None,
                     workers=workers, **settings)  # fmt: skip
@@ -161,7 +161,7 @@ def domain_cosines(cosines, domains) -> tuple:
 
 
 def fig4_curves(runs) -> dict:
-    """Fig. 4 from run files: ``"<n> new per <k> epochs" -> (epochs,)`` seed-mean error."""
+    """Fig. 3 from run files: ``"<n> new per <k> epochs" -> (epochs,)`` seed-mean error."""
     by = {}
     for r in runs:
         c = r["config"]
@@ -171,7 +171,7 @@ def fig4_curves(runs) -> dict:
 
 
 def fig4_incumbents(runs) -> dict:
-    """Fig. 4: ``new clients per period -> `` the initial clients' final mean error, over seeds."""
+    """Fig. 3: ``new clients per period -> `` the initial clients' final mean error, over seeds."""
     by = {}
     for r in runs:
         n0 = r["config"]["initial_clients"]
@@ -181,7 +181,7 @@ def fig4_incumbents(runs) -> dict:
 
 
 def fig5_errors(runs) -> dict:
-    """Fig. 5 from run files: ``(train_ratio, alpha) -> final mean error`` over seeds."""
+    """Fig. 4 from run files: ``(train_ratio, alpha) -> final mean error`` over seeds."""
     by = {}
     for r in runs:
         c = r["config"]
@@ -190,7 +190,7 @@ def fig5_errors(runs) -> dict:
 
 
 def fixed_k_summary(runs) -> dict:
-    """Figs. 6/7 from run files: ``N -> (ks, errors, utilities)``, seed means, K ascending."""
+    """Figs. 5/6 from run files: ``N -> (ks, errors, utilities)``, seed means, K ascending."""
     by = {}
     for r in runs:
         c = r["config"]
@@ -216,7 +216,7 @@ def worst_client(runs, scheme: str) -> float:
 
 
 def table3_claims(runs, task: str) -> dict:
-    """The notebook's claims about one task's Table 3 column, each True or False.
+    """The notebook's claims about one task's Table IV column, each True or False.
 
     Parameters
     ----------
@@ -256,31 +256,31 @@ def figure_claims(runs, grid: str) -> dict:
     Parameters
     ----------
     runs : list of result dicts of ``grid`` (seeds as in :func:`complete_seeds`)
-    grid : ``"fig4-cifar10"``, ``"fig5-cifar10"`` or ``"fig6-digit"``
+    grid : ``"incoming-cifar10"``, ``"alpha-cifar10"`` or ``"fixed-k-digit"``
     """
-    if grid == "fig4-cifar10":
+    if grid == "incoming-cifar10":
         finals = [curve[-1] for _, curve in sorted(fig4_curves(runs).items())]
         spread = np.ptp(list(fig4_incumbents(runs).values()))
         return {
-            "Fig. 4: more arrivals end lower (the paper)": bool(np.all(np.diff(finals) < 0)),
-            "Fig. 4: the first clients end within 1 point whatever the arrivals": bool(spread < 1),
+            "Fig. 3: more arrivals end lower (the paper)": bool(np.all(np.diff(finals) < 0)),
+            "Fig. 3: the first clients end within 1 point whatever the arrivals": bool(spread < 1),
         }
-    if grid == "fig5-cifar10":
+    if grid == "alpha-cifar10":
         errors = fig5_errors(runs)
         little = {r for r, _ in errors if r <= 0.1}
         best = {r: min((e, a) for (q, a), e in errors.items() if q == r)[1] for r in little}
         return {
-            "Fig. 5: at train ratio <= 0.1 the final error is lowest at alpha <= 1": bool(best)
+            "Fig. 4: at train ratio <= 0.1 the final error is lowest at alpha <= 1": bool(best)
             and all(a <= 1 for a in best.values()),
-            "Fig. 5: alpha = 100 is best at little data (the paper)": bool(best)
+            "Fig. 4: alpha = 100 is best at little data (the paper)": bool(best)
             and all(a == 100 for a in best.values()),
         }
-    if grid == "fig6-digit":
+    if grid == "fixed-k-digit":
         ((_, (ks, errors, _)),) = fixed_k_summary(runs).items()
         k_best = ks[int(np.argmin(errors))]
         return {
-            "Fig. 6: some 1 < K < N beats both K = 1 and K = N": 1 < k_best < ks[-1],
-            "Fig. 6: the lowest error is at K = 10 (the paper)": k_best == 10,
+            "Fig. 5: some 1 < K < N beats both K = 1 and K = N": 1 < k_best < ks[-1],
+            "Fig. 5: the lowest error is at K = 10 (the paper)": k_best == 10,
         }
     raise ValueError(f"no claims for grid {grid!r}")
 

@@ -1,7 +1,7 @@
 """The paper's baselines (Section VII-A), and a partition given by hand.
 
 Independent, Global, FedFA, MAXFL, IFCA and FLSC; ``fixed`` keeps a hand-made partition
-(Table 1's patterns).
+(Table II's patterns).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class FedFA(Global):
 
 
 class Fixed(GroupScheme):
-    """A partition given by hand (``partition``), kept for the whole run (Table 1)."""
+    """A partition given by hand (``partition``), kept for the whole run (Table II)."""
 
     name = "fixed"
 

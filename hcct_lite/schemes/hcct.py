@@ -18,7 +18,7 @@ class HCCT(GroupScheme):
 
     Epoch 0 trains singletons (Algorithm 1); then :func:`client_partition` partitions the
     clients on the previous epoch's updates with ``alpha`` (and exactly ``num_groups``
-    groups when given, Figs. 6/7). Clients without an update yet (newcomers) are
+    groups when given, Figs. 5/6). Clients without an update yet (newcomers) are
     singletons.
     """
 

@@ -1,6 +1,6 @@
 """The run configuration: every setting of one experiment, validated.
 
-:func:`make_config` fills a :class:`RunConfig` from a task's Table 2 defaults
+:func:`make_config` fills a :class:`RunConfig` from a task's Table III defaults
 (:data:`hcct_lite.training.tasks.TASKS`) and checks every override, naming the bad one.
 """
 
@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 SCHEMES = ("independent", "global", "hcct", "hcct-e", "hcct-p", "maxfl", "fedfa", "ifca", "flsc")
-# Not a scheme of the paper: a partition given by hand (`partition=`), e.g. Table 1's patterns.
+# Not a scheme of the paper: a partition given by hand (`partition=`), e.g. Table II's patterns.
 EXTRA_SCHEMES = ("fixed",)
 
 
@@ -51,12 +51,12 @@ class RunConfig:
     soft_groups: int = 2  # FLSC: cluster models each client averages
     maxfl_reference_epochs: int = 50  # MAXFL: local epochs of each client's reference model
     maxfl_threshold: str = "distance"  # the paper's; or "reference-loss" (Cho et al.)
-    fixed_groups: int | None = None  # HCCT family: force exactly K groups (Fig. 6/7)
+    fixed_groups: int | None = None  # HCCT family: force exactly K groups (Fig. 5/6)
     update_includes_buffers: bool = False
     authors_round0: bool = False
     partition: list | None = None  # the "fixed" scheme's groups, e.g. [[0, 1], [2]]
     record_cosines: bool = False  # store each epoch's pairwise update cosines in the history
-    initial_clients: int | None = None  # incoming clients (Fig. 4): clients at epoch 0
+    initial_clients: int | None = None  # incoming clients (Fig. 3): clients at epoch 0
     new_clients: int = 0  # ... and this many join every `join_every` epochs
     join_every: int = 10
     data_root: str | None = None
@@ -72,7 +72,7 @@ def make_config(task: str, scheme: str, seed: int = 0, **overrides) -> RunConfig
     """Build a validated :class:`RunConfig` from a task's defaults and overrides.
 
     ``None`` overrides are ignored. ``alpha`` defaults to the task's value for HCCT,
-    HCCT-E or HCCT-P (Table 2). Raises ``ValueError`` naming the bad setting.
+    HCCT-E or HCCT-P (Table III). Raises ``ValueError`` naming the bad setting.
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")

@@ -22,6 +22,7 @@ __all__ = [
     "provenance",
     "compute_fingerprint",
     "cpu_capability",
+    "code_text",
     "kernel_env",
     "COMPUTE_PACKAGES",
     "CPU_KERNELS",
@@ -65,15 +66,42 @@ def kernel_env(capability: str, base=None) -> dict:
 def compute_fingerprint() -> str:
     """Short hash of the code that computes a run (:data:`COMPUTE_PACKAGES`).
 
-    A stored result is reused for a new run only when its fingerprint is this one.
+    Comments, docstrings and blank lines are left out: rewording a docstring does not
+    make a stored result stale, changing a statement does. A stored result is reused for
+    a new run only when its fingerprint is this one.
     """
     h = hashlib.sha1()
     root = Path(__file__).resolve().parents[1]
     for pkg in COMPUTE_PACKAGES:
         for path in sorted((root / pkg).rglob("*.py")):
             h.update(path.relative_to(root).as_posix().encode())
-            h.update(path.read_bytes())
+            h.update(code_text(path.read_text()).encode())
     return h.hexdigest()[:12]
+
+
+def code_text(source: str) -> str:
+    """``source`` without its comments, docstrings, trailing spaces and blank lines."""
+    import ast
+    import io
+    import tokenize
+
+    spans = [
+        (node.body[0].lineno, node.body[0].col_offset,
+         node.body[0].end_lineno, node.body[0].end_col_offset)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+        and isinstance(node.body[0].value.value, str)
+    ]  # fmt: skip
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            spans.append((*tok.start, *tok.end))
+    lines = source.splitlines()
+    for r0, c0, r1, c1 in sorted(spans, reverse=True):  # from the end: offsets stay valid
+        head, tail = lines[r0 - 1][:c0], lines[r1 - 1][c1:]
+        lines[r0 - 1 : r1] = [head + tail]
+    return "\n".join(line.rstrip() for line in lines if line.strip())
 
 
 def cpu_capability() -> str:

@@ -132,7 +132,7 @@ def domain_split(domain_sizes: dict, n_clients: int, per_client: int, rng) -> li
 
 
 def motivating_split(y, rng, fraction: float = 1.0) -> list:
-    """Split for the paper's three-client example (Table 1).
+    """Split for the paper's three-client example (Table II).
 
     Clients 1 and 2 hold 20% and 80% of classes 0-4, client 3 all of classes 5-9.
     ``fraction`` < 1 uses that share of each class.

@@ -1,6 +1,6 @@
-"""The paper's training tasks: Table 2's settings, and the seeded federation of a run.
+"""The paper's training tasks: Table III's settings, and the seeded federation of a run.
 
-:data:`TASKS` holds each task's defaults (the paper's Table 2); :func:`build_clients` builds
+:data:`TASKS` holds each task's defaults (the paper's Table III); :func:`build_clients` builds
 the clients of one run from its configuration; :func:`available_source` says what a task
 can run on with the data this machine has.
 """
@@ -25,7 +25,7 @@ __all__ = ["PAPER_DOMAINS", "TASKS", "build_clients", "available_source"]
 
 PAPER_DOMAINS = ["mnist", "svhn", "usps", "synthdigits", "mnistm"]
 
-# Table 2 of the paper; `alpha` per scheme of the HCCT family.
+# Table III of the paper; `alpha` per scheme of the HCCT family.
 TASKS = {
     "digit": dict(
         model="digit_cnn",

@@ -1,4 +1,4 @@
-"""Figures of the experiments: Table 1's patterns, learning curves, alpha, fixed K, cosines."""
+"""Figures of the experiments: Table II's patterns, learning curves, alpha, fixed K, cosines."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def plot_pattern_bars(ours: dict, paper: dict | None = None, ax=None):
 
 
 def plot_curves(curves: dict, ax=None, ylabel="mean test error (%)", arrivals=()):
-    """Lines ``label -> (epochs,) values``; e.g. mean test error per epoch (Fig. 4).
+    """Lines ``label -> (epochs,) values``; e.g. mean test error per epoch (Fig. 3).
 
     ``arrivals``: epochs at which new clients join, drawn as dotted vertical lines.
     """
@@ -60,7 +60,7 @@ def plot_curves(curves: dict, ax=None, ylabel="mean test error (%)", arrivals=()
 
 
 def plot_alpha_ratio(errors: dict, ax=None):
-    """Fig. 5: mean test error against alpha, one line per train ratio.
+    """Fig. 4: mean test error against alpha, one line per train ratio.
 
     ``errors``: ``(train_ratio, alpha) -> mean test error``.
     """
@@ -78,7 +78,7 @@ def plot_alpha_ratio(errors: dict, ax=None):
 
 
 def plot_fixed_k(ks, errors, utilities=None, ax=None):
-    """Fig. 6: mean test error (and total utility, right axis) against the fixed K."""
+    """Fig. 5: mean test error (and total utility, right axis) against the fixed K."""
     ax = axes(ax)
     ax.plot(ks, errors, marker="o", color="C0", label="mean test error")
     ax.set_xlabel("number of groups K")
@@ -91,7 +91,7 @@ def plot_fixed_k(ks, errors, utilities=None, ax=None):
 
 
 def plot_fixed_k_by_size(summary: dict, ax=None):
-    """Fig. 7: mean test error against the fixed K, one line per federation size N.
+    """Fig. 6: mean test error against the fixed K, one line per federation size N.
 
     ``summary``: ``N -> (ks, errors, utilities)``, as from
     :func:`hcct_lite.experiments.shipped.fixed_k_summary`.
