@@ -109,9 +109,9 @@ def test_figure_summaries_average_over_seeds():
         _run({"new_clients": 1, "join_every": 5}, 0, [{"mean_test_error": e} for e in (9, 7)]),
         _run({"new_clients": 1, "join_every": 5}, 0, [{"mean_test_error": e} for e in (7, 5)]),
     ]
-    assert shipped.fig4_curves(runs) == {"1 new per 5 epochs": [8.0, 6.0]}
+    assert shipped.incoming_curves(runs) == {"1 new per 5 epochs": [8.0, 6.0]}
     runs = [_run({"train_ratio": 0.1, "alpha": a}, e) for a, e in ((1, 30), (1, 20), (10, 5))]
-    assert shipped.fig5_errors(runs) == {(0.1, 1): 25.0, (0.1, 10): 5.0}
+    assert shipped.alpha_ratio_errors(runs) == {(0.1, 1): 25.0, (0.1, 10): 5.0}
     runs = [
         _run({"n_clients": 6, "fixed_groups": k}, e, [{"total_utility": u}])
         for k, e, u in ((2, 10, 1.0), (1, 20, 3.0), (2, 12, 2.0))

@@ -15,8 +15,8 @@ import pytest  # noqa: E402
 from nbformat.v4 import new_code_cell, new_notebook, new_output  # noqa: E402
 from strip_notebooks import strip_notebook  # noqa: E402
 
-from hcct_lite.experiments.motivating_example import PATTERNS, pattern_means, table1  # noqa: E402
-from hcct_lite.experiments.paper import TABLE1, TABLE3, TABLE4  # noqa: E402
+from hcct_lite.experiments.motivating_example import PATTERNS, motivating_table, pattern_means  # noqa: E402
+from hcct_lite.experiments.paper import TABLE_II, TABLE_IV, TABLE_V  # noqa: E402
 from hcct_lite.experiments.results import beside_paper  # noqa: E402
 from hcct_lite.experiments.runner import settings_dir  # noqa: E402
 from hcct_lite.training.config import make_config, parse_partition  # noqa: E402
@@ -48,18 +48,18 @@ def fake(task, scheme, seed, errors):
 
 
 def test_paper_tables_are_complete():
-    assert set(PATTERNS) == set(TABLE1)
-    assert all(set(v) == {"digit", "fmnist", "cifar10"} for v in TABLE3.values())
-    assert TABLE4["hcct"][0] == TABLE3["hcct"]["digit"][0]
+    assert set(PATTERNS) == set(TABLE_II)
+    assert all(set(v) == {"digit", "fmnist", "cifar10"} for v in TABLE_IV.values())
+    assert TABLE_V["hcct"][0] == TABLE_IV["hcct"]["digit"][0]
 
 
 def test_table1_and_pattern_means():
     results = {p: [fake("motivating", "x", s, [10 + s, 20, 30]) for s in (0, 1)] for p in PATTERNS}
     means = pattern_means(results)
     np.testing.assert_allclose(means["global"], [10.5, 20, 30])
-    header, rows = table1(results)
+    header, rows = motivating_table(results)
     assert header[1] == "client 1" and rows[0][1] == "10.50 ± 0.50"
-    assert rows[0][-2] == f"{TABLE1['independent']['mean']:.2f}"
+    assert rows[0][-2] == f"{TABLE_II['independent']['mean']:.2f}"
 
 
 def test_beside_paper_puts_the_paper_next_to_ours():
@@ -74,7 +74,7 @@ def test_beside_paper_puts_the_paper_next_to_ours():
 
 
 def test_charts_draw():
-    plot_pattern_bars({"a": [1, 2, 3], "b": [3, 2, 1]}, {"a": TABLE1["independent"]})
+    plot_pattern_bars({"a": [1, 2, 3], "b": [3, 2, 1]}, {"a": TABLE_II["independent"]})
     ax = plot_curves({"x": [3, 2, 1]})
     assert len(ax.get_lines()) == 1
     ax = plot_alpha_ratio({(0.1, 1.0): 5, (0.1, 10.0): 4, (0.5, 1.0): 3, (0.5, 10.0): 2})

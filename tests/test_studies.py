@@ -10,9 +10,9 @@ from hcct_lite.experiments.results import read_results
 from hcct_lite.experiments.runner import Job, job_path, run_jobs
 from hcct_lite.experiments.shipped import (
     ablation_summary,
-    fig4_curves,
-    fig5_errors,
+    alpha_ratio_errors,
     fixed_k_summary,
+    incoming_curves,
 )
 
 
@@ -26,7 +26,7 @@ def _runs(tmp_path, variants, **common):
 def test_incoming_curves_lengths(tmp_path):
     kw = dict(n_clients=8, initial_clients=4, join_every=3, epochs=7)
     runs = _runs(tmp_path, [(f"new{n}-seed0", {"new_clients": n}) for n in (0, 2)], **kw)
-    c = fig4_curves(runs)
+    c = incoming_curves(runs)
     assert list(c) == ["0 new per 3 epochs", "2 new per 3 epochs"]
     assert all(len(v) == 7 for v in c.values())
     # the first clients hold the same data in both runs: identical until the first arrival
@@ -36,7 +36,7 @@ def test_incoming_curves_lengths(tmp_path):
 def test_alpha_ratio_grid_keys(tmp_path):
     v = [(f"r{r}-a{a:g}-seed0", {"alpha": a, "train_ratio": r})
          for r in (0.3, 0.5) for a in (1.0, 100.0)]  # fmt: skip
-    g = fig5_errors(_runs(tmp_path, v, epochs=2))
+    g = alpha_ratio_errors(_runs(tmp_path, v, epochs=2))
     assert set(g) == {(0.3, 1.0), (0.3, 100.0), (0.5, 1.0), (0.5, 100.0)}
     assert all(0 <= x <= 100 for x in g.values())
 

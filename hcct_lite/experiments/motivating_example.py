@@ -7,11 +7,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .paper import TABLE1
+from .paper import TABLE_II
 from .results import read_results
 from .runner import Job, job_path, run_jobs
 
-__all__ = ["PATTERNS", "run_patterns", "pattern_means", "table1", "alone_in", "pattern_claims"]
+__all__ = [
+    "PATTERNS",
+    "run_patterns",
+    "pattern_means",
+    "motivating_table",
+    "alone_in",
+    "pattern_claims",
+]
 
 # pattern -> (scheme, partition); clients are numbered from 1 in the paper, from 0 here.
 PATTERNS = {
@@ -70,7 +77,7 @@ def pattern_means(results: dict) -> dict:
     }
 
 
-def table1(results: dict):
+def motivating_table(results: dict):
     """Table II's layout, ours beside the paper's: returns ``(header, rows)``."""
     header = [
         "pattern",
@@ -87,7 +94,7 @@ def table1(results: dict):
         errs = np.array([r["final"]["client_test_error"] for r in rs])  # (seeds, 3)
         per_client = [f"{m:.2f} ± {s:.2f}" for m, s in zip(errs.mean(0), errs.std(0), strict=True)]
         means = errs.mean(0)
-        ref = TABLE1.get(name, {})
+        ref = TABLE_II.get(name, {})
         rows.append(
             [
                 name,

@@ -3,11 +3,11 @@
 Sun, Kountouris and Zhang, arXiv 2401.13236. Test errors in %.
 """
 
-__all__ = ["TABLE1", "TABLE3", "TABLE4", "FIGURES"]
+__all__ = ["TABLE_II", "TABLE_IV", "TABLE_V", "FIGURES"]
 
 # Table II: CIFAR-10 motivating example, test error after 10 epochs: per client (mean, std)
 # over seeds, then the mean and std over the three clients.
-TABLE1 = {
+TABLE_II = {
     "independent": {
         "clients": [(38.16, 1.53), (25.12, 0.83), (15.80, 0.82)],
         "mean": 26.36,
@@ -32,7 +32,7 @@ TABLE1 = {
 }
 
 # Table IV: mean test error over clients, mean ± std over five seeds.
-TABLE3 = {
+TABLE_IV = {
     "independent": {"digit": (30.22, 0.27), "fmnist": (48.38, 1.52), "cifar10": (34.47, 4.73)},
     "global": {"digit": (29.55, 1.37), "fmnist": (29.98, 4.04), "cifar10": (46.96, 3.72)},
     "maxfl": {"digit": (29.23, 1.56), "fmnist": (29.98, 4.09), "cifar10": (41.25, 6.99)},
@@ -45,7 +45,7 @@ TABLE3 = {
 }
 
 # Table V: Digit task, statistics over clients (mean, std, min, max).
-TABLE4 = {
+TABLE_V = {
     "independent": (30.22, 18.89, 6.13, 56.01),
     "global": (29.55, 20.89, 4.99, 62.27),
     "maxfl": (29.23, 20.83, 4.88, 62.01),

@@ -17,10 +17,10 @@ from .report_tables import (
     by_scheme,
     grid_status,
     load_grid,
+    per_client_rows,
     pm,
     protocol_table,
     table1_rows,
-    table4_rows,
     variant,
 )
 from .results import to_markdown
@@ -103,9 +103,9 @@ def _table3_section(out_dir, task, grid, why) -> str:
 
 def TABLE3_GAP(a, b, task) -> str:  # noqa: N802 - reads as a phrase in the sentence above
     """The paper's gap between schemes ``a`` and ``b`` on ``task``, as words."""
-    from .paper import TABLE3
+    from .paper import TABLE_IV
 
-    x, y = TABLE3[a].get(task), TABLE3[b].get(task)
+    x, y = TABLE_IV[a].get(task), TABLE_IV[b].get(task)
     if x is None or y is None:
         return "vs"
     d = x[0] - y[0]
@@ -207,7 +207,7 @@ TABLE3_TASKS = (
 
 def _table4_section(out_dir) -> str:
     runs = load_grid(out_dir, "schemes-digit")
-    rows = table4_rows(runs)
+    rows = per_client_rows(runs)
     if not rows:
         return "## Table V (Digit)\n\npending"
     # each scheme's worst client (final epoch), averaged over seeds, as in the table

@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from ..training.config import SCHEMES
-from .paper import TABLE1, TABLE3, TABLE4
+from .paper import TABLE_II, TABLE_IV, TABLE_V
 from .paper_grids import GRIDS, PATTERNS, TABLE1_NAMES, grid_jobs
 from .runner import job_path
 from .store import result_problem
@@ -27,7 +27,7 @@ __all__ = [
     "by_scheme",
     "protocol_table",
     "table1_rows",
-    "table4_rows",
+    "per_client_rows",
     "pm",
 ]
 
@@ -110,14 +110,14 @@ def protocol_table(runs, task: str) -> list:
     stats = by_scheme(runs)
     rows = []
     for s in SCHEMES:
-        paper = TABLE3.get(s, {}).get(task)
+        paper = TABLE_IV.get(s, {}).get(task)
         row = [s, pm(*paper) if paper else "-"]
         row += [pm(*stats[s][0]), pm(*stats[s][1])] if s in stats else ["pending", "pending"]
         rows.append(row)
     return rows
 
 
-def table4_rows(runs) -> list:
+def per_client_rows(runs) -> list:
     """Table V (Digit): mean, std, min, max over clients (seed-averaged), both protocols."""
     rows = []
     for s in SCHEMES:
@@ -132,7 +132,7 @@ def table4_rows(runs) -> list:
             ],
             0,
         )
-        paper = TABLE4.get(s)
+        paper = TABLE_V.get(s)
         rows.append(
             [s, " / ".join(f"{x:.2f}" for x in fin), " / ".join(f"{x:.2f}" for x in best)]
             + [" / ".join(f"{x:.2f}" for x in paper) if paper else "-"]
@@ -155,7 +155,7 @@ def table1_rows(runs) -> list:
         errs = np.array([r["final"]["client_test_error"] for r in rs])
         clients = [pm(errs[:, c].mean(), errs[:, c].std()) for c in range(errs.shape[1])]
         best = np.mean([r["final"]["best_over_epochs"]["mean"] for r in rs])
-        paper = TABLE1.get(TABLE1_NAMES.get(name, name))
+        paper = TABLE_II.get(TABLE1_NAMES.get(name, name))
         ref = f"{paper['mean']:.2f} / {paper['std']:.2f}" if paper else "-"
         mean_std = f"{errs.mean(1).mean():.2f} / {errs.std(1).mean():.2f}"
         rows.append([f"{name} ({len(rs)})", *clients, mean_std, f"{best:.2f}", ref])

@@ -143,7 +143,7 @@ def beside_paper(results, schemes, tasks):
     rows)``; Table V (final epoch, plus the best-epoch mean) is for the Digit task when
     present.
     """
-    from .paper import TABLE3, TABLE4
+    from .paper import TABLE_IV, TABLE_V
 
     final, best = table3(results), table3(results, "best")
     header3 = ["scheme"] + [
@@ -157,7 +157,7 @@ def beside_paper(results, schemes, tasks):
             for c in (
                 _pm(final.get((t, s))),
                 _pm(best.get((t, s))),
-                _pm(TABLE3.get(s, {}).get(t)),
+                _pm(TABLE_IV.get(s, {}).get(t)),
             )
         ]
         for s in schemes
@@ -179,7 +179,7 @@ def beside_paper(results, schemes, tasks):
     for s in schemes:
         if ("digit", s) not in t4:
             continue
-        ref = TABLE4.get(s)
+        ref = TABLE_V.get(s)
         rows4.append(
             [
                 s,

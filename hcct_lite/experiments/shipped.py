@@ -25,14 +25,14 @@ __all__ = [
     "grid_runs",
     "common_seeds",
     "motivating_results",
-    "table3_runs",
+    "scheme_runs",
     "domain_cosines",
-    "fig4_curves",
-    "fig5_errors",
+    "incoming_curves",
+    "alpha_ratio_errors",
     "fixed_k_summary",
     "best_epoch_means",
     "worst_client",
-    "table3_claims",
+    "scheme_claims",
     "figure_claims",
     "ablation_summary",
 ]
@@ -125,7 +125,7 @@ def motivating_results(mode: Mode) -> dict:
             for k, v in out.items()}  # fmt: skip
 
 
-def table3_runs(mode: Mode, task: str, out_dir: str, schemes=SCHEMES, workers: int = 2) -> list:
+def scheme_runs(mode: Mode, task: str, out_dir: str, schemes=SCHEMES, workers: int = 2) -> list:
     """Table IV's runs of ``task``: shipped files, or every scheme trained for ``mode.seeds``.
 
     ``out_dir`` caches recomputed runs (resumable); shipped runs are read from
@@ -160,7 +160,7 @@ def domain_cosines(cosines, domains) -> tuple:
     return (float(pick.mean()) if pick.size else float("nan")), float(cos[~same].mean())
 
 
-def fig4_curves(runs) -> dict:
+def incoming_curves(runs) -> dict:
     """Fig. 3 from run files: ``"<n> new per <k> epochs" -> (epochs,)`` seed-mean error."""
     by = {}
     for r in runs:
@@ -180,7 +180,7 @@ def fig4_incumbents(runs) -> dict:
     return {k: float(np.mean(v)) for k, v in sorted(by.items())}
 
 
-def fig5_errors(runs) -> dict:
+def alpha_ratio_errors(runs) -> dict:
     """Fig. 4 from run files: ``(train_ratio, alpha) -> final mean error`` over seeds."""
     by = {}
     for r in runs:
@@ -215,7 +215,7 @@ def worst_client(runs, scheme: str) -> float:
     return float(np.mean([r["final"]["max"] for r in runs if r["scheme"] == scheme]))
 
 
-def table3_claims(runs, task: str) -> dict:
+def scheme_claims(runs, task: str) -> dict:
     """The notebook's claims about one task's Table IV column, each True or False.
 
     Parameters
@@ -259,14 +259,14 @@ def figure_claims(runs, grid: str) -> dict:
     grid : ``"incoming-cifar10"``, ``"alpha-cifar10"`` or ``"fixed-k-digit"``
     """
     if grid == "incoming-cifar10":
-        finals = [curve[-1] for _, curve in sorted(fig4_curves(runs).items())]
+        finals = [curve[-1] for _, curve in sorted(incoming_curves(runs).items())]
         spread = np.ptp(list(fig4_incumbents(runs).values()))
         return {
             "Fig. 3: more arrivals end lower (the paper)": bool(np.all(np.diff(finals) < 0)),
             "Fig. 3: the first clients end within 1 point whatever the arrivals": bool(spread < 1),
         }
     if grid == "alpha-cifar10":
-        errors = fig5_errors(runs)
+        errors = alpha_ratio_errors(runs)
         little = {r for r, _ in errors if r <= 0.1}
         best = {r: min((e, a) for (q, a), e in errors.items() if q == r)[1] for r in little}
         return {
