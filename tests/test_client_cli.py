@@ -103,7 +103,7 @@ def test_cli_compare_prints_both_tables(tmp_path, capsys):
     assert code == 0
     text = capsys.readouterr().out
     assert "Table IV layout" in text and "Table V layout" in text and "independent" in text
-    for name in ("tables.md", "tables_table3.csv", "tables_table4_rotated-digits.csv"):
+    for name in ("tables.md", "tables_schemes.csv", "tables_per_client_rotated-digits.csv"):
         assert (tmp_path / name).exists()
 
 

@@ -98,7 +98,7 @@ def save_tables(results, schemes, tasks, out_dir, stem="tables") -> str:
         to_text(h3, r3),
     ]
     os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, f"{stem}_table3.csv"), "w") as f:
+    with open(os.path.join(out_dir, f"{stem}_schemes.csv"), "w") as f:
         f.write(to_csv(h3, r3))
     for t, (h4, r4) in t4.items():
         md += [
@@ -112,7 +112,7 @@ def save_tables(results, schemes, tasks, out_dir, stem="tables") -> str:
             f"Table V layout ({t}): test error (%) over clients, averaged over seeds",
             to_text(h4, r4),
         ]
-        with open(os.path.join(out_dir, f"{stem}_table4_{t}.csv"), "w") as f:
+        with open(os.path.join(out_dir, f"{stem}_per_client_{t}.csv"), "w") as f:
             f.write(to_csv(h4, r4))
     with open(os.path.join(out_dir, f"{stem}.md"), "w") as f:
         f.write("\n".join(md) + "\n")
