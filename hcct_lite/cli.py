@@ -164,9 +164,9 @@ def _verify(args) -> int:
 
     if args.json is not None:
         check_output_path(args.json, what="--json")
-    for path in args.results:  # every argument checked before the first rerun
-        load_for_verify(path)
-    reports = [verify(p, args.capability) for p in args.results]
+    stored = [load_for_verify(p) for p in args.results]  # all checked before the first rerun
+    pairs = zip(args.results, stored, strict=True)
+    reports = [verify(p, args.capability, stored=r) for p, r in pairs]
     if args.json is not None:
         write_json(args.json, reports)
     return 0 if all(r["reproduces"] for r in reports) else 1

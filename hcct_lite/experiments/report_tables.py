@@ -10,7 +10,6 @@ used to pick anything) and the **best epoch** of each client selected on its tes
 from __future__ import annotations
 
 import glob
-import json
 import os
 
 import numpy as np
@@ -19,7 +18,7 @@ from ..training.config import SCHEMES
 from .paper import TABLE_II, TABLE_IV, TABLE_V
 from .paper_grids import GRIDS, PATTERNS, TABLE1_NAMES, grid_jobs
 from .runner import job_path
-from .store import result_problem
+from .store import load_result
 
 __all__ = [
     "load_grid",
@@ -39,14 +38,10 @@ def load_grid(out_dir: str, grid: str) -> list:
     """
     out = []
     for path in sorted(glob.glob(os.path.join(out_dir, grid, "*.json"))):
-        with open(path) as f:
-            try:
-                result = json.load(f)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}: not a valid result file ({err})") from None
-        if problem := result_problem(result):  # a table never mixes in a broken run
-            raise ValueError(f"{path}: not a complete result ({problem}); rerun its grid")
-        out.append(result)
+        try:  # a table never mixes in a broken run
+            out.append(load_result(path))
+        except ValueError as err:
+            raise ValueError(f"{err}; rerun its grid") from None
     return out
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..training.config import SCHEMES, make_config
 from ..training.engine import run_experiment
-from ..training.provenance import kernel_env, provenance
+from ..training.provenance import kernel_env, provenance, source_fingerprint
 from .results import read_results, result_path, tables, to_csv, to_markdown, write_json
 from .store import OTHER_CODE, clean_temp_files, reuse_problem
 
@@ -144,16 +144,8 @@ def first_updates(cfg):
 
 
 def code_fingerprint() -> str:
-    """Short hash of the package's source files: changes whenever the code does."""
-    import hashlib
-    from pathlib import Path
-
-    h = hashlib.sha1()
-    root = Path(__file__).resolve().parents[1]
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:8]
+    """Short hash of the package's code (comments and docstrings aside)."""
+    return source_fingerprint()[:8]
 
 
 def settings_dir(base: str, **settings) -> str:

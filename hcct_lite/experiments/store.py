@@ -10,11 +10,13 @@ import json
 import math
 import os
 import stat
+import tempfile
 import time
 
 from ..training.provenance import compute_fingerprint
 
 __all__ = [
+    "load_result",
     "result_problem",
     "reuse_problem",
     "check_output_path",
@@ -97,6 +99,18 @@ def result_problem(r) -> str | None:
     return _final_problem(r["final"])
 
 
+def load_result(path: str) -> dict:
+    """The complete, well-formed result at ``path``; ``ValueError`` naming the file else."""
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: unreadable ({type(err).__name__}: {err})") from None
+    if problem := result_problem(r):
+        raise ValueError(f"{path}: not a complete result ({problem})")
+    return r
+
+
 def _kind(path: str) -> str | None:
     """None for a regular file (or nothing there); else what is there, in words."""
     try:
@@ -170,8 +184,6 @@ def check_output_path(path, folder: bool = False, what: str = "--json") -> None:
     parent = target if folder else os.path.dirname(target)
     try:
         os.makedirs(parent, exist_ok=True)
-        import tempfile
-
         with tempfile.NamedTemporaryFile(dir=parent, prefix=".check-"):
             pass
     except OSError as err:

@@ -20,7 +20,7 @@ import tempfile
 import numpy as np
 
 from ..training.provenance import KERNEL_VARIABLES, kernel_env
-from .store import result_problem
+from .store import load_result
 
 __all__ = ["load_for_verify", "rerun", "compare_runs", "verify", "partition_labels"]
 
@@ -30,13 +30,7 @@ def load_for_verify(path: str) -> dict:
     if not os.path.isfile(path):
         what = "does not exist" if not os.path.exists(path) else "is not a regular file"
         raise ValueError(f"{path}: {what}")
-    try:
-        with open(path) as f:
-            r = json.load(f)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: unreadable ({type(err).__name__}: {err})") from None
-    if problem := result_problem(r):
-        raise ValueError(f"{path}: not a complete result ({problem})")
+    r = load_result(path)
     device = (r.get("provenance") or {}).get("device") or r["config"].get("device", "cpu")
     if not str(device).startswith("cpu"):
         raise ValueError(f"{path}: computed on {device}; verify reruns CPU results only")
@@ -156,20 +150,19 @@ def compare_runs(stored: dict, again: dict) -> dict:
 
 
 def _final_errors(r: dict, n: int) -> list:
-    """Each client's final error (n,), None for a missing client, old and new layouts."""
+    """Each client's final error (n,), None for a missing (or never active) client."""
     errors = r["final"]["client_test_error"]
-    if isinstance(errors, dict):  # keyed by client index
-        return [errors.get(str(i)) for i in range(n)]
     return list(errors) + [None] * (n - len(errors))
 
 
-def verify(path: str, capability: str | None = None, log=print) -> dict:
+def verify(path: str, capability: str | None = None, log=print, stored=None) -> dict:
     """Rerun the result at ``path`` (:func:`rerun`) and compare (:func:`compare_runs`).
 
+    ``stored``: the result already loaded by :func:`load_for_verify` (loaded here if None).
     Returns the comparison plus ``path``, ``capability`` and ``threads`` of the rerun and
     the stored result's ``recorded_capability``; ``log`` gets a line per finding.
     """
-    stored = load_for_verify(path)
+    stored = load_for_verify(path) if stored is None else stored
     prov = stored.get("provenance") or {}
     again = rerun(stored, capability)
     used = again["provenance"]["cpu_capability"]

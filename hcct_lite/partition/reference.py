@@ -56,17 +56,24 @@ def naive_partition(vectors, sizes, alpha, num_groups=None):
                     cache[key] = u - util[key[0]] - util[key[1]]
                 if cache[key] > best:
                     best, best_pair = cache[key], (x, y)
-        x, y = best_pair if best_pair else (0, 1)
-        noise = abs(util[tuple(groups[x])]) + abs(util[tuple(groups[y])])
-        noise += len(groups[x]) + len(groups[y])
-        if num_groups is None and not best > BENEFIT_RTOL * noise:
+        if num_groups is None and not _gains(best, best_pair, groups, util):
             break
+        x, y = best_pair
         merged = sorted(groups[x] + groups[y])
         util[tuple(merged)] = util[tuple(groups[x])] + util[tuple(groups[y])] + best
         groups[x] = merged
         del groups[y]
         benefits.append(best)
     return groups, benefits
+
+
+def _gains(best, pair, groups, util) -> bool:
+    """Whether merging ``pair`` gains more than the float noise of the utilities involved."""
+    if pair is None:
+        return False
+    a, b = (groups[i] for i in pair)
+    noise = abs(util[tuple(a)]) + abs(util[tuple(b)]) + len(a) + len(b)
+    return best > BENEFIT_RTOL * noise
 
 
 def compare_speed(n, m, alpha=100.0, noise=0.5, seed=0, run_naive=True):

@@ -114,18 +114,26 @@ COUNT_LIMITS = {
 MIN_LR = 1e-8
 
 
+def _check_count(name: str, value, low: int, high: int, why: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an int; got {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}]{why}; got {value}")
+
+
 def _check_counts(cfg: RunConfig) -> None:
-    """Every count setting is an int within its bound (:data:`COUNT_LIMITS`)."""
-    limits = dict(COUNT_LIMITS, cluster_models=cfg.n_clients, new_clients=cfg.n_clients)
-    lows = {"new_clients": 0, "samples": 0}  # samples 0: the motivating task's whole split
-    for name, high in limits.items():
-        v, low = getattr(cfg, name), lows.get(name, 1)
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise ValueError(f"{name} must be an int; got {v!r}")
-        if not low <= v <= high:
-            why = " (the number of clients)" if high == cfg.n_clients and name in (
-                "cluster_models", "new_clients") else ""  # fmt: skip
-            raise ValueError(f"{name} must be in [{low}, {high}]{why}; got {v}")
+    """Every count setting is an int within its bound (:data:`COUNT_LIMITS`).
+
+    ``n_clients`` first: it bounds ``cluster_models`` and ``new_clients``.
+    """
+    _check_count("n_clients", cfg.n_clients, 1, COUNT_LIMITS["n_clients"])
+    lows = {"samples": 0}  # samples 0: the motivating task's whole split
+    for name, high in COUNT_LIMITS.items():
+        if name != "n_clients":
+            _check_count(name, getattr(cfg, name), lows.get(name, 1), high)
+    clients = " (the number of clients)"
+    _check_count("cluster_models", cfg.cluster_models, 1, cfg.n_clients, clients)
+    _check_count("new_clients", cfg.new_clients, 0, cfg.n_clients, clients)
 
 
 def validate_config(cfg: RunConfig) -> None:
@@ -135,10 +143,6 @@ def validate_config(cfg: RunConfig) -> None:
         if not ok:
             raise ValueError(what)
 
-    need(
-        isinstance(cfg.n_clients, (int, np.integer)) and 1 <= cfg.n_clients <= 10_000,
-        f"n_clients must be an int in [1, 10000]; got {cfg.n_clients}",
-    )
     _check_counts(cfg)
 
     need(

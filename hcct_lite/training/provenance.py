@@ -12,6 +12,7 @@ libraries at once.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import platform
@@ -21,6 +22,7 @@ from pathlib import Path
 __all__ = [
     "provenance",
     "compute_fingerprint",
+    "source_fingerprint",
     "cpu_capability",
     "code_text",
     "kernel_env",
@@ -70,13 +72,25 @@ def compute_fingerprint() -> str:
     make a stored result stale, changing a statement does. A stored result is reused for
     a new run only when its fingerprint is this one.
     """
+    return source_fingerprint(COMPUTE_PACKAGES)[:12]
+
+
+@functools.cache
+def source_fingerprint(packages: tuple | None = None) -> str:
+    """SHA-1 (hex) of the code of hcct_lite's ``packages`` (None: the whole package).
+
+    Each file's path and :func:`code_text`, in sorted order. Computed once per process
+    (about 0.1 s for the compute packages, asked for every run and every stored file): the
+    code a process runs is the code it imported.
+    """
     h = hashlib.sha1()
     root = Path(__file__).resolve().parents[1]
-    for pkg in COMPUTE_PACKAGES:
-        for path in sorted((root / pkg).rglob("*.py")):
+    folders = [root] if packages is None else [root / pkg for pkg in packages]
+    for folder in folders:
+        for path in sorted(folder.rglob("*.py")):
             h.update(path.relative_to(root).as_posix().encode())
             h.update(code_text(path.read_text()).encode())
-    return h.hexdigest()[:12]
+    return h.hexdigest()
 
 
 def code_text(source: str) -> str:
@@ -144,7 +158,9 @@ def provenance(device: str) -> dict:
     }
 
 
+@functools.cache
 def _git_commit():
+    """The checkout's commit, asked once per process (the code it imported)."""
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"],

@@ -35,18 +35,22 @@ def _finite(x) -> bool:
         return False
 
 
-def _sums(tensors) -> list:
-    """Each tensor's sum and sum of squares, in one host sync: [(sum, sum of squares)].
+def _sums(tensors, squares: bool = False) -> list:
+    """Each tensor's sum (and sum of squares with ``squares``), in one host sync.
 
     A finite sum means every entry is finite (NaN and Inf propagate through a sum), at a
     few microseconds where ``isfinite(t).all()`` takes a hundred; only a non-finite sum
-    (an overflow, or a real NaN/Inf) needs the exact check.
+    (an overflow, or a real NaN/Inf) needs the exact check. Returns ``[(sum, sum of
+    squares or None)]``.
     """
     if not tensors:
         return []
     flat = [t.reshape(-1) for t in tensors]
-    both = torch.stack([x.double() for f in flat for x in (f.sum(), f.dot(f))]).tolist()
-    return list(zip(both[::2], both[1::2], strict=True))
+    parts = [(f.sum(), f.dot(f)) if squares else (f.sum(),) for f in flat]
+    values = torch.stack([x.double() for p in parts for x in p]).tolist()
+    if not squares:
+        return [(v, None) for v in values]
+    return list(zip(values[::2], values[1::2], strict=True))
 
 
 def _non_finite(tensor, total) -> bool:
@@ -86,7 +90,7 @@ def update_problem(update: Mapping) -> str | None:
     """Why an update cannot enter a partition or an average (non-finite, all zeros), or None."""
     flat = getattr(update, "flat", None)  # a FlatUpdate: one tensor for all its entries
     values = [flat] if isinstance(flat, torch.Tensor) else list(update.values())
-    sums = _sums(values)
+    sums = _sums(values, squares=True)
     if any(_non_finite(v, total) for v, (total, _) in zip(values, sums, strict=True)):
         return "update has non-finite values"
     # a zero sum of squares may be an underflow (entries below 1e-23): ask exactly then
