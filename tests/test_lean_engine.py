@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from hcct_lite.partition.updates import gram_matrix
+from hcct_lite.partition.updates import all_zero, gram_matrix
 from hcct_lite.training.local import FlatUpdate, load_state, set_mode, update_of
 from hcct_lite.training.models import build_model
 from hcct_lite.training.replies import update_problem
@@ -43,10 +43,12 @@ def test_the_update_screen_reads_the_flat_vector():
     assert update_problem(u) is None
     u.flat[3] = float("nan")
     assert update_problem(u) == "update has non-finite values"
-    assert "all zeros" in update_problem(update_of(start, start, 0.1, names))
-    tiny = update_of(start, start, 0.1, names)
-    tiny.flat[0] = 1e-30  # its square underflows float32: not mistaken for zero
-    assert update_problem(tiny) is None
+    # a model that did not move is an honest reply; HCCT keeps that client alone
+    zero = update_of(start, start, 0.1, names)
+    assert update_problem(zero) is None and all_zero(zero)
+    assert all_zero({k: v.clone() for k, v in zero.items()})
+    zero.flat[0] = 1e-30  # its square underflows float32: not mistaken for zero
+    assert not all_zero(zero) and not all_zero({"w": np.array([0.0, 1e-300])})
 
 
 def test_load_state_is_load_state_dict_and_names_a_missing_entry():

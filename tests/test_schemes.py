@@ -6,7 +6,7 @@ import torch
 
 from hcct_lite.schemes.base import Plan, ServerView, weighted_average
 from hcct_lite.schemes.baselines import IFCA, MAXFL, FedFA
-from hcct_lite.schemes.hcct import HCCTP
+from hcct_lite.schemes.hcct import HCCT, HCCTE, HCCTP
 from hcct_lite.training.local import LocalResult
 
 
@@ -56,6 +56,18 @@ def test_hcct_p_averages_the_body_and_keeps_each_head():
     assert out[0]["body.weight"].tolist() == out[1]["body.weight"].tolist() == [1.0, 1.0]
     assert out[0]["fc.weight"].tolist() == [10.0, 10.0]
     assert out[1]["fc.weight"].tolist() == [20.0, 20.0]
+
+
+@pytest.mark.parametrize("scheme", [HCCT, HCCTE])
+def test_a_client_whose_model_did_not_move_stays_alone_and_is_named(scheme):
+    server = view(3, [10, 10, 10])
+    same = {"body.weight": torch.tensor([1.0, 2.0]), "fc.weight": torch.tensor([1.0, 0.5])}
+    server.updates = {0: same, 1: dict(same), 2: {k: torch.zeros(2) for k in same}}
+    hcct = scheme(alpha=5.0)  # enough for the two identical clients to pair
+    assert hcct.groups(1, server) == [[0, 1], [2]]
+    assert hcct.info["unchanged"] == [2] and "total_utility" in hcct.info
+    server.updates = {i: {k: torch.zeros(2) for k in same} for i in range(3)}
+    assert scheme(alpha=5.0).groups(1, server) == [[0], [1], [2]]
 
 
 def test_fedfa_weighs_by_minus_log2_accuracy():

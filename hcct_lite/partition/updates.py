@@ -19,6 +19,7 @@ except ImportError:  # pragma: no cover - exercised only without torch
     torch = None
 
 __all__ = [
+    "all_zero",
     "gram_matrix",
     "cosine_matrix",
     "validate_sizes",
@@ -259,6 +260,25 @@ def _row_has_nonfinite(block, i: int) -> bool:
     if _is_tensor(block):
         return bool((~torch.isfinite(block[i])).any())
     return bool(~np.isfinite(np.asarray(block[i], dtype=np.float64)).all())
+
+
+def all_zero(update) -> bool:
+    """Whether an update (a mapping of tensors or arrays, or a FlatUpdate) is exactly zero.
+
+    Its cosine with anything is undefined, so the partition cannot place it. A dot product
+    per tensor decides (one for a FlatUpdate's flat vector); only a zero one, which may be
+    an underflow of tiny entries, is confirmed entry by entry.
+    """
+    flat = getattr(update, "flat", None)
+    values = [flat] if _is_tensor(flat) else list(update.values())
+    for v in values:
+        if _is_tensor(v):
+            v = v.detach().reshape(-1)
+            if float(v.dot(v)) != 0.0 or bool(v.any()):
+                return False
+        elif np.any(np.asarray(v)):
+            return False
+    return True
 
 
 def validate_sizes(sizes, n_clients: int) -> np.ndarray:

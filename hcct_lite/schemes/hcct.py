@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing_extensions import override
 
 from ..partition import client_partition, select_layer
+from ..partition.updates import all_zero
 from .base import GroupScheme
 
 __all__ = ["HCCT", "HCCTE", "HCCTP"]
@@ -18,8 +19,8 @@ class HCCT(GroupScheme):
 
     Epoch 0 trains singletons (Algorithm 1); then :func:`client_partition` partitions the
     clients on the previous epoch's updates with ``alpha`` (and exactly ``num_groups``
-    groups when given, Figs. 5/6). Clients without an update yet (newcomers) are
-    singletons.
+    groups when given, Figs. 5/6). Clients without an update yet (newcomers), and clients
+    whose update is all zeros (listed in the epoch's ``unchanged``), are singletons.
     """
 
     name = "hcct"
@@ -42,9 +43,17 @@ class HCCT(GroupScheme):
         if t == 0 or len(known) == 0:
             self.info = {}
             return [[i] for i in server.active]
+        ups = self.similarity_updates(server, known)
+        # a client whose model did not move has no direction to compare: it stays alone
+        still = [i for i, u in zip(known, ups, strict=True) if all_zero(u)]
+        ups = [u for i, u in zip(known, ups, strict=True) if i not in still]
+        known = [i for i in known if i not in still]
+        self.info = {"unchanged": still} if still else {}
+        if not known:
+            return [[i] for i in server.active]
         k = self.num_groups
         p = client_partition(
-            self.similarity_updates(server, known),
+            ups,
             server.sizes[known],
             alpha=self.alpha,
             num_groups=None if k is None else min(k, len(known)),
@@ -52,7 +61,7 @@ class HCCT(GroupScheme):
         groups = [[known[j] for j in g] for g in p.groups]
         groups += [[i] for i in server.active if i not in known]
         groups.sort(key=lambda g: g[0])
-        self.info = {"total_utility": p.total_utility}
+        self.info["total_utility"] = p.total_utility
         return groups
 
 

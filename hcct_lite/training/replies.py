@@ -35,22 +35,16 @@ def _finite(x) -> bool:
         return False
 
 
-def _sums(tensors, squares: bool = False) -> list:
-    """Each tensor's sum (and sum of squares with ``squares``), in one host sync.
+def _sums(tensors) -> list:
+    """Each tensor's sum, in one host sync.
 
     A finite sum means every entry is finite (NaN and Inf propagate through a sum), at a
     few microseconds where ``isfinite(t).all()`` takes a hundred; only a non-finite sum
-    (an overflow, or a real NaN/Inf) needs the exact check. Returns ``[(sum, sum of
-    squares or None)]``.
+    (an overflow, or a real NaN/Inf) needs the exact check.
     """
     if not tensors:
         return []
-    flat = [t.reshape(-1) for t in tensors]
-    parts = [(f.sum(), f.dot(f)) if squares else (f.sum(),) for f in flat]
-    values = torch.stack([x.double() for p in parts for x in p]).tolist()
-    if not squares:
-        return [(v, None) for v in values]
-    return list(zip(values[::2], values[1::2], strict=True))
+    return torch.stack([t.reshape(-1).sum().double() for t in tensors]).tolist()
 
 
 def _non_finite(tensor, total) -> bool:
@@ -80,23 +74,23 @@ def state_problem(state, reference: Mapping) -> str | None:
             )
         if value.is_floating_point():
             floats.append((name, value))
-    for (name, value), (total, _) in zip(floats, _sums([v for _, v in floats]), strict=True):
+    for (name, value), total in zip(floats, _sums([v for _, v in floats]), strict=True):
         if _non_finite(value, total):
             return f"{name} has non-finite values"
     return None
 
 
 def update_problem(update: Mapping) -> str | None:
-    """Why an update cannot enter a partition or an average (non-finite, all zeros), or None."""
+    """Why an update cannot enter a partition or an average (non-finite values), or None.
+
+    An all-zero update is not refused: an honest client whose model did not move (dead
+    ReLUs, say) sends one; HCCT keeps such a client alone (:func:`~hcct_lite.partition.
+    updates.all_zero`).
+    """
     flat = getattr(update, "flat", None)  # a FlatUpdate: one tensor for all its entries
     values = [flat] if isinstance(flat, torch.Tensor) else list(update.values())
-    sums = _sums(values, squares=True)
-    if any(_non_finite(v, total) for v, (total, _) in zip(values, sums, strict=True)):
+    if any(_non_finite(v, total) for v, total in zip(values, _sums(values), strict=True)):
         return "update has non-finite values"
-    # a zero sum of squares may be an underflow (entries below 1e-23): ask exactly then
-    if all(sq == 0.0 for _, sq in sums) and not any(bool(v.any()) for v in values):
-        # the model came back as sent: a free rider, or steps too small for float32
-        return "update is all zeros (the model came back unchanged)"
     return None
 
 
