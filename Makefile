@@ -9,7 +9,7 @@ ifneq ($(wildcard ../shared/data),)
 export HCCT_DATA_DIR ?= $(abspath ../shared/data)
 endif
 
-.PHONY: demo test lint bench venv clean figures notebooks lab reproduce report book
+.PHONY: demo test lint bench venv clean figures notebooks lab reproduce report book classroom
 
 venv: $(VENV)/.installed
 
@@ -24,12 +24,16 @@ demo: venv
 	MPLBACKEND=Agg $(BIN)/python -m hcct_lite.demo
 
 # Unit tests (the browser tests where Chromium is installed: -rs prints why not), every
-# notebook under nbval in quick mode (recomputed), then again in shipped mode (results/).
+# notebook under nbval in quick mode (recomputed, solutions run too), then again in shipped
+# mode (results/, solutions hidden as a student sees them). A cell that runs past
+# CELL_TIMEOUT seconds fails, named, instead of hanging the run.
+CELL_TIMEOUT ?= 600
+NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=$(CELL_TIMEOUT)
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	HCCT_MODE=quick MPLBACKEND=Agg $(BIN)/python -m pytest -rs tests notebooks --nbval-lax --nbval-current-env
-	HCCT_MODE=shipped MPLBACKEND=Agg $(BIN)/python -m pytest notebooks --nbval-lax --nbval-current-env
+	HCCT_MODE=quick HCCT_SOLUTIONS=1 MPLBACKEND=Agg $(BIN)/python -m pytest -rs tests notebooks $(NBVAL)
+	HCCT_MODE=shipped MPLBACKEND=Agg $(BIN)/python -m pytest notebooks $(NBVAL)
 
 lint: venv
 	$(BIN)/ruff check .
@@ -50,24 +54,32 @@ reproduce: venv
 report: venv
 	$(BIN)/python -c "from hcct_lite.experiments.report import write_report; write_report()"
 
+EXEC_TIMEOUT := --ExecutePreprocessor.timeout=$(CELL_TIMEOUT)
+
 # Save every figure the notebooks draw to figures/ (the committed ones): all notebooks in
 # shipped mode, then notebook 4 in quick mode for the figure grids not shipped yet
 # (those files end in -quick).
 figures: venv
 	for nb in notebooks/*.ipynb; do \
 	  HCCT_MODE=shipped HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg \
-	  $(BIN)/jupyter nbconvert --to notebook --execute --stdout "$$nb" > /dev/null || exit 1; \
+	  $(BIN)/jupyter nbconvert --to notebook --execute $(EXEC_TIMEOUT) --stdout "$$nb" > /dev/null || exit 1; \
 	done
 	HCCT_MODE=quick HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg \
-	  $(BIN)/jupyter nbconvert --to notebook --execute --stdout notebooks/04_experiments.ipynb > /dev/null
+	  $(BIN)/jupyter nbconvert --to notebook --execute $(EXEC_TIMEOUT) --stdout notebooks/04_experiments.ipynb > /dev/null
 
 # The notebooks executed in shipped mode as static HTML with offline maths, into site/.
 book: venv
 	$(BIN)/python tools/build_book.py site
 
+# The classroom editions, generated (not committed): classroom/student/ (no solutions, no
+# outputs; each checked to run top to bottom in shipped mode) and classroom/instructor/
+# (solutions shown and run, outputs kept). docs/teaching.md says how to use them.
+classroom: venv
+	$(BIN)/python tools/make_classroom.py classroom
+
 # Refresh the outputs nbval checks, then strip every other output (small diffs).
 notebooks: venv
-	HCCT_MODE=quick MPLBACKEND=Agg $(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb
+	HCCT_MODE=quick HCCT_SOLUTIONS=1 MPLBACKEND=Agg $(BIN)/jupyter nbconvert --to notebook --execute $(EXEC_TIMEOUT) --inplace notebooks/*.ipynb
 	$(BIN)/python tools/strip_notebooks.py notebooks/*.ipynb
 
 lab: venv

@@ -43,23 +43,32 @@ __version__ = "0.1.0"
 # matplotlib, no experiment code) for the Flower workers and the command line.
 _TEACHING = {
     "hcct_lite.experiments.modes": [
-        "Mode", "notebook_mode", "task_settings", "results_dir", "Stopwatch",
+        "Mode", "notebook_mode", "solutions_shown", "task_settings", "results_dir", "Stopwatch",
     ],
     "hcct_lite.experiments.shipped": [
         "motivating_results", "common_seeds", "scheme_runs", "grid_runs", "grid_progress",
         "domain_cosines", "incoming_curves", "alpha_ratio_errors", "fixed_k_summary",
         "scheme_claims", "figure_claims", "best_epoch_means", "worst_client", "ablation_summary",
     ],
+    "hcct_lite.experiments.decisions": [
+        "DECISION_GRIDS", "decision_runs", "truth_agreement", "consecutive_agreement",
+        "decision_claims", "epoch_groups",
+    ],
     "hcct_lite.experiments.motivating_example": [
-        "pattern_claims", "pattern_means", "motivating_table",
+        "pattern_claims", "pattern_means", "motivating_table", "pattern_ranking",
+        "selfish_choices", "shipped_differences",
     ],
     "hcct_lite.experiments.paper": ["TABLE_II", "TABLE_IV", "TABLE_V", "FIGURES"],
     "hcct_lite.experiments.results": ["to_text"],
-    "hcct_lite.experiments.report_tables": ["protocol_table", "per_client_rows", "by_scheme"],
+    "hcct_lite.experiments.report_tables": [
+        "protocol_table", "per_client_rows", "by_scheme", "setup_table",
+    ],
     "hcct_lite.experiments.runner": ["first_updates"],
     "hcct_lite.experiments.gradient_similarity": ["label_mix_similarity"],
     "hcct_lite.partition.updates": ["cosine_matrix"],
-    "hcct_lite.partition.merge_steps": ["merge_steps", "pair_benefits", "break_even_alpha"],
+    "hcct_lite.partition.merge_steps": [
+        "merge_steps", "pair_benefits", "break_even_alpha", "benefit_parts", "pair_benefit_parts",
+    ],
     "hcct_lite.partition.exact": ["greedy_vs_optimal"],
     "hcct_lite.partition.reference": ["compare_speed"],
     "hcct_lite.partition.synthetic": ["clustered_updates"],
@@ -73,6 +82,7 @@ _TEACHING = {
         "plot_pattern_bars", "plot_curves", "plot_alpha_ratio", "plot_fixed_k",
         "plot_fixed_k_by_size", "plot_cosines_side_by_side",
     ],
+    "hcct_lite.viz.decisions": ["plot_group_timeline", "plot_group_timelines"],
     "hcct_lite.viz.widgets": ["partition_explorer", "bound_explorer"],
 }  # fmt: skip
 _LAZY = {name: module for module, names in _TEACHING.items() for name in names}

@@ -27,6 +27,7 @@ __all__ = [
     "QUICK",
     "Mode",
     "notebook_mode",
+    "solutions_shown",
     "task_settings",
     "results_dir",
     "Stopwatch",
@@ -115,6 +116,23 @@ def notebook_mode(environ=None) -> Mode:
     torch.set_num_threads(1)
     threadpool_limits(1)
     return mode
+
+
+SOLUTIONS_ENV = "HCCT_SOLUTIONS"
+
+
+def solutions_shown(environ=None) -> bool:
+    """Whether the notebooks' solution cells run: ``HCCT_SOLUTIONS=1``, else False.
+
+    Each solution cell is one ``if solutions_shown():`` block, so "Run all" prints no
+    answer under an exercise unless the instructor asks for it. Any value other than
+    ``0``/``1`` (or empty) is a clear error rather than a guess.
+    """
+    environ = os.environ if environ is None else environ
+    value = environ.get(SOLUTIONS_ENV, "0").strip() or "0"
+    if value not in ("0", "1"):
+        raise ValueError(f"{SOLUTIONS_ENV} must be 0 or 1; got {value!r}")
+    return value == "1"
 
 
 def task_settings(mode: Mode, task: str) -> tuple:

@@ -21,6 +21,7 @@ from .runner import job_path
 from .store import load_result
 
 __all__ = [
+    "setup_table",
     "load_grid",
     "grid_status",
     "by_scheme",
@@ -155,3 +156,37 @@ def table1_rows(runs) -> list:
         mean_std = f"{errs.mean(1).mean():.2f} / {errs.std(1).mean():.2f}"
         rows.append([f"{name} ({len(rs)})", *clients, mean_std, f"{best:.2f}", ref])
     return rows
+
+
+# Table III's rows: (label, how to read the value from one run's config and sizes)
+SETUP_ROWS = [
+    ("clients N", lambda c, s: str(c["n_clients"])),
+    ("training samples per client (mean)", lambda c, s: f"{np.mean(s):.0f}"),
+    ("batch size", lambda c, s: str(c["batch_size"])),
+    ("learning rate", lambda c, s: f"{c['lr']:g} x {c['lr_decay']:g}^(t-1)"),
+    ("local epochs", lambda c, s: str(c["local_epochs"])),
+    ("training epochs", lambda c, s: str(c["epochs"])),
+    ("groups (IFCA, FLSC)", lambda c, s: str(c["cluster_models"])),
+    ("soft groups (FLSC)", lambda c, s: str(c["soft_groups"])),
+]
+
+
+def setup_table(runs_by_task: dict):
+    """Table III's settings as the runs used them: ``(header, rows)``, one column per task.
+
+    Parameters
+    ----------
+    runs_by_task : task -> list of result dicts (every scheme); the values are read from
+        the runs' own configs, so they describe what was run, in any mode
+    """
+    tasks = list(runs_by_task)
+    first = {t: runs_by_task[t][0] for t in tasks}
+    rows = [[label] + [get(first[t]["config"], first[t]["sizes"]) for t in tasks]
+            for label, get in SETUP_ROWS]  # fmt: skip
+    for scheme in ("hcct", "hcct-e", "hcct-p"):
+        alphas = []
+        for t in tasks:
+            found = {r["config"]["alpha"] for r in runs_by_task[t] if r["scheme"] == scheme}
+            alphas.append("/".join(f"{a:g}" for a in sorted(found)) or "-")
+        rows.append([f"alpha ({scheme.upper()})"] + alphas)
+    return ["setting"] + tasks, rows

@@ -276,11 +276,17 @@ def figure_claims(runs, grid: str) -> dict:
             and all(a == 100 for a in best.values()),
         }
     if grid == "fixed-k-digit":
-        ((_, (ks, errors, _)),) = fixed_k_summary(runs).items()
+        ((n, (ks, errors, utilities)),) = fixed_k_summary(runs).items()
         k_best = ks[int(np.argmin(errors))]
         return {
             "Fig. 5: some 1 < K < N beats both K = 1 and K = N": 1 < k_best < ks[-1],
             "Fig. 5: the lowest error is at K = 10 (the paper)": k_best == 10,
+            "Fig. 5: the total utility rises with K, to its highest at K = N": bool(
+                np.all(np.diff(utilities) > 0) and ks[-1] == n
+            ),
+            "Fig. 5: the lowest error is at a small K (at most N/4), not at maximum utility": (
+                k_best <= n / 4 and k_best != ks[int(np.argmax(utilities))]
+            ),
         }
     raise ValueError(f"no claims for grid {grid!r}")
 

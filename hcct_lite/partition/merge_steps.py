@@ -16,7 +16,14 @@ from .greedy import client_partition
 from .updates import gram_matrix, validate_alpha, validate_sizes
 from .utility import GramContext, group_utilities
 
-__all__ = ["MergeStep", "merge_steps", "pair_benefits", "break_even_alpha"]
+__all__ = [
+    "MergeStep",
+    "merge_steps",
+    "pair_benefits",
+    "benefit_parts",
+    "pair_benefit_parts",
+    "break_even_alpha",
+]
 
 
 @dataclass
@@ -80,19 +87,24 @@ def pair_benefits(updates, sizes, alpha=1.0) -> np.ndarray:
     return merge_steps(updates, sizes, alpha, num_groups=None)[0].benefits
 
 
-def break_even_alpha(updates, sizes, group_a, group_b) -> float:
-    """The alpha at which merging ``group_a`` with ``group_b`` starts to pay off.
+def benefit_parts(updates, sizes, group_a, group_b) -> tuple:
+    """Split the benefit of merging ``group_a`` with ``group_b`` into its two parts.
 
-    The benefit of the merge is linear in alpha, ``benefit(alpha) = c + alpha * s``: ``c``
-    is the change in the members' summed cosines and ``s = |A|/D_A + |B|/D_B - |A u B|/D_AuB``
-    > 0 what the data-size term gains. The break-even point is ``-c / s``: the merge's
-    benefit is positive for every larger alpha (0 when it pays off at any alpha).
+    The benefit is linear in alpha, ``benefit(alpha) = similarity + alpha * data``:
+    ``similarity`` is the change in the members' summed cosines (<= 0: a merged group's mean
+    update is never closer to a member than the member itself) and ``data`` =
+    ``|A|/D_A + |B|/D_B - |A u B|/D_AuB`` > 0 what the sample-size term gains per unit of
+    alpha. Small clients make ``data`` large: it is the central trade-off of the utility.
 
     Parameters
     ----------
     updates : (N, M) array or list of N updates, as for :func:`client_partition`
     sizes : (N,) samples per client
     group_a, group_b : disjoint lists of client indices
+
+    Returns
+    -------
+    (similarity, data) : two floats
     """
     a, b = sorted(group_a), sorted(group_b)
     if not a or not b or set(a) & set(b):
@@ -101,12 +113,39 @@ def break_even_alpha(updates, sizes, group_a, group_b) -> float:
     d = validate_sizes(sizes, gram.shape[0])
     if max(a + b) >= gram.shape[0] or min(a + b) < 0:
         raise ValueError(f"client indices must lie in 0..{gram.shape[0] - 1}; got {a} and {b}")
+    ctx = GramContext(gram=gram, sizes=d, alpha=validate_alpha(0.0, d))
+    utility = [float(group_utilities(ctx, g).sum()) for g in (a + b, a, b)]
+    similarity = utility[0] - utility[1] - utility[2]
+    data = len(a) / d[a].sum() + len(b) / d[b].sum() - len(a + b) / d[a + b].sum()
+    return similarity, float(data)
 
-    def change(alpha):
-        ctx = GramContext(gram=gram, sizes=d, alpha=validate_alpha(alpha, d))
-        merged = float(group_utilities(ctx, sorted(a + b)).sum())
-        return merged - float(group_utilities(ctx, a).sum()) - float(group_utilities(ctx, b).sum())
 
-    c = change(0.0)
-    s = change(1.0) - c
-    return max(0.0, -c / s)
+def pair_benefit_parts(updates, sizes, alpha=1.0) -> tuple:
+    """The two parts of :func:`pair_benefits`, for every pair of single clients.
+
+    Returns
+    -------
+    (similarity, data) : two (N, N) arrays, NaN on the diagonal, with
+        ``similarity + data == pair_benefits(updates, sizes, alpha)``; for a scalar
+        ``alpha``, ``data`` is ``alpha`` times the data gain of :func:`benefit_parts`
+    """
+    total = pair_benefits(updates, sizes, alpha)  # validates every argument
+    n = total.shape[0]
+    sim = np.full((n, n), np.nan)
+    for i in range(n):
+        for j in range(i + 1, n):
+            sim[i, j] = sim[j, i] = benefit_parts(updates, sizes, [i], [j])[0]
+    return sim, total - sim
+
+
+def break_even_alpha(updates, sizes, group_a, group_b) -> float:
+    """The alpha at which merging ``group_a`` with ``group_b`` starts to pay off.
+
+    With the parts of :func:`benefit_parts`, ``benefit(alpha) = similarity + alpha * data``
+    crosses 0 at ``-similarity / data``: the merge's benefit is positive for every larger
+    alpha (0 when it pays off at any alpha).
+
+    Parameters are those of :func:`benefit_parts`.
+    """
+    similarity, data = benefit_parts(updates, sizes, group_a, group_b)
+    return max(0.0, -similarity / data)
