@@ -167,3 +167,81 @@ def test_fixed_k_claims_tell_utility_from_error():
 def test_decision_claims_on_the_shipped_runs_are_booleans():
     claims = decision_claims()
     assert len(claims) == 7 and all(isinstance(v, bool) for v in claims.values())
+
+
+def _texts(fig):
+    from matplotlib.text import Text
+
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+
+
+def _scheme_run(scheme, seed, final, best):
+    return {"task": "fmnist", "scheme": scheme, "seed": seed,
+            "final": {"mean": final, "best_over_epochs": {"mean": best}}}  # fmt: skip
+
+
+def test_every_figure_is_readable_projected():
+    import matplotlib.pyplot as plt
+
+    from hcct_lite.partition.greedy import client_partition
+    from hcct_lite.partition.merge_steps import merge_steps
+    from hcct_lite.viz import charts, plots
+
+    plots.classroom_style()
+    u, d, _ = clustered_updates([3, 3, 2], dim=200, noise=0.5, seed=0)
+    runs = [_scheme_run(s, k, 30.0 + k, 25.0) for s in ("global", "hcct") for k in range(2)]
+    figures = [
+        plots.plot_merge_steps(merge_steps(u, d, alpha=100.0)).flat[0].figure,
+        plots.plot_dendrogram(client_partition(u, d, alpha=100.0)).figure,
+        plots.plot_bound(own_size=100, divergence=0.1).figure,
+        plots.plot_utility_curves(alpha=40.0, own_size=100).figure,
+        plots.plot_scheme_bars(runs, "fmnist", protocol="best").figure,
+        charts.plot_pattern_bars({"a": np.ones(3)}).figure,
+        charts.plot_curves({"x": [3, 2, 1]}, arrivals=[1]).figure,
+        charts.plot_alpha_ratio({(0.1, a): 10.0 for a in (0.1, 1.0, 10.0)}).figure,
+        charts.plot_fixed_k([1, 2, 4], [3, 2, 1], [1, 2, 3]).figure,
+        charts.plot_fixed_k_by_size({8: ([1, 2], [3, 2], [1, 2])}).figure,
+        charts.plot_cosines_side_by_side({"a": np.eye(10)}, labels=list("abcdefghij"))[0].figure,
+        plot_group_timeline([[[0, 1], [2]]] * 3).figure,
+    ]
+    for fig in figures:
+        fig.canvas.draw()
+        small = [(t.get_text(), t.get_fontsize()) for t in _texts(fig) if t.get_fontsize() < 12]
+        assert not small, small
+    plt.close("all")
+
+
+def test_scheme_bars_mark_the_papers_values_and_the_alpha_axis_labels_every_alpha():
+    import matplotlib.pyplot as plt
+
+    from hcct_lite.experiments.paper import TABLE_IV
+    from hcct_lite.viz import charts, plots
+
+    runs = [_scheme_run(s, 0, 30.0, 25.0) for s in ("global", "hcct")]
+    ax = plots.plot_scheme_bars(runs, "fmnist", protocol="best")
+    ticks = ax.collections[-1].get_offsets()[:, 1].tolist()
+    assert ticks == [TABLE_IV["global"]["fmnist"][0], TABLE_IV["hcct"]["fmnist"][0]]
+    assert [p.get_height() for p in ax.patches] == [25.0, 25.0]  # the best-epoch bars
+    with pytest.raises(ValueError, match="protocol"):
+        plots.plot_scheme_bars(runs, "fmnist", protocol="last")
+    ax = charts.plot_alpha_ratio({(0.1, a): 10.0 for a in (0.1, 1.0, 100.0)})
+    ax.figure.canvas.draw()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.1", "1", "100"]
+    plt.close("all")
+
+
+def test_explorers_draw_a_static_picture_with_a_note_for_the_book(monkeypatch, capsys):
+    import matplotlib.pyplot as plt
+
+    from hcct_lite.viz.widgets import STATIC_ENV, bound_explorer, partition_explorer
+
+    monkeypatch.setenv(STATIC_ENV, "1")
+    u, d, _ = clustered_updates([2, 2], dim=100, noise=0.3, seed=0)
+    assert partition_explorer(u, d, alpha=100.0) is None
+    assert bound_explorer() is None
+    out = capsys.readouterr().out
+    assert out.count("Static page: this picture is the slider's starting value") == 2
+    assert "alpha = 100: 2 group(s)" in out
+    monkeypatch.setenv(STATIC_ENV, "0")
+    assert partition_explorer(u, d, alpha=100.0) is not None  # the real slider otherwise
+    plt.close("all")

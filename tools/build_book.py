@@ -24,9 +24,13 @@ from nbconvert.preprocessors import ExecutePreprocessor
 
 ROOT = Path(__file__).resolve().parents[1]
 MATHJAX = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
-# the template's require.js from a CDN serves interactive widgets, which a static page
-# cannot run anyway; the site must not reach the internet
+# the template's require.js, widget manager and mermaid come from CDNs: the notebooks draw
+# static pictures in the book (HCCT_STATIC_WIDGETS=1) and use no mermaid, so every script
+# that would reach the internet is dropped; the site works offline
 CDN_SCRIPT = re.compile(r'<script src="https://[^"]*"></script>')
+CDN_MODULE = re.compile(
+    r'<script type="module">(?:(?!</script>).)*https://(?:(?!</script>).)*</script>', re.S
+)
 # The local MathJax ships only the STIX-Web fonts: use them (the default TeX fonts would
 # fall back to the system's and misplace accents)
 FONTS = (
@@ -51,6 +55,7 @@ def render(notebook: Path, timeout: int = 600) -> tuple:
     nb = nbformat.read(notebook, as_version=4)
     saved = dict(os.environ)
     os.environ["HCCT_MODE"] = "shipped"
+    os.environ["HCCT_STATIC_WIDGETS"] = "1"  # a picture and a note, not a blank widget
     # figures inline in the page (MPLBACKEND=Agg, as tests set it, would draw none)
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     try:  # the kernel inherits this environment; the caller's is restored after
@@ -64,7 +69,7 @@ def render(notebook: Path, timeout: int = 600) -> tuple:
     title = first.splitlines()[0].lstrip("# ").strip()
     exporter = HTMLExporter(template_name="lab", mathjax_url=MATHJAX)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
-    body = CDN_SCRIPT.sub("", body)
+    body = CDN_MODULE.sub("", CDN_SCRIPT.sub("", body))
     tag = body.index(f'<script src="{MATHJAX.split("?")[0]}')
     return title, body[:tag] + FONTS + body[tag:]
 

@@ -93,6 +93,11 @@ class Mode:
         """The seeds a recomputing mode runs (the shipped grids carry their own)."""
         return FULL_SEEDS if self.name == "full" else QUICK_SEEDS
 
+    @property
+    def caption(self) -> str:
+        """What a figure's title adds: nothing at paper scale, " (small re-run)" in quick."""
+        return " (small re-run)" if self.name == "quick" else ""
+
     def figure_name(self, stem: str) -> str:
         """File stem for a figure drawn from this mode's data: ``stem``, ``stem-quick`` ..."""
         return stem if self.name == "shipped" else f"{stem}-{self.name}"

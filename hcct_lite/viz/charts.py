@@ -55,7 +55,7 @@ def plot_curves(curves: dict, ax=None, ylabel="mean test error (%)", arrivals=()
         ax.axvline(epoch, color="0.5", ls=":", lw=1, label="new clients arrive" if k == 0 else None)
     ax.set_xlabel("epoch")
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
+    ax.legend()
     return ax
 
 
@@ -70,10 +70,16 @@ def plot_alpha_ratio(errors: dict, ax=None):
         ax.plot(
             alphas, [errors[(ratio, a)] for a in alphas], marker="o", label=f"train ratio {ratio:g}"
         )
-    ax.set_xscale("symlog", linthresh=1.0)
+    values = sorted({a for _, a in errors})
+    if values[0] > 0:
+        ax.set_xscale("log")
+    else:  # alpha = 0 has no log: linear up to the smallest positive alpha
+        ax.set_xscale("symlog", linthresh=min(a for a in values if a > 0))
+    ax.set_xticks(values, [f"{a:g}" for a in values])  # every alpha labelled, 0.1 included
+    ax.minorticks_off()
     ax.set_xlabel("alpha")
     ax.set_ylabel("mean test error (%)")
-    ax.legend(fontsize=8)
+    ax.legend()
     return ax
 
 
@@ -112,15 +118,15 @@ def plot_cosines_side_by_side(matrices: dict, labels=None, axes=None):
     if axes is None:
         # constrained layout keeps each panel's client labels clear of its neighbour
         _, axes = plt.subplots(
-            1, len(matrices), figsize=(5.0 * len(matrices), 4.4), layout="constrained"
+            1, len(matrices), figsize=(6.5 * len(matrices), 6.0), layout="constrained"
         )
     axes = np.atleast_1d(axes)
     for ax, (title, m) in zip(axes, matrices.items(), strict=True):
         im = ax.imshow(np.asarray(m), vmin=-1, vmax=1, cmap="RdBu")
         n = len(m)
         names = labels if labels is not None else [str(i) for i in range(n)]
-        ax.set_xticks(range(n), names, rotation=90, fontsize=7)
-        ax.set_yticks(range(n), names, fontsize=7)
-        ax.set_title(title, fontsize=9)
+        ax.set_xticks(range(n), names, rotation=90, fontsize=12)
+        ax.set_yticks(range(n), names, fontsize=12)
+        ax.set_title(title, fontsize=12)
     plt.colorbar(im, ax=list(axes), shrink=0.8)
     return axes

@@ -16,9 +16,10 @@ CLASSROOM = {
     "font.size": 12,
     "axes.titlesize": 13,
     "axes.labelsize": 12,
-    "xtick.labelsize": 11,
-    "ytick.labelsize": 11,
-    "legend.fontsize": 10,
+    "xtick.labelsize": 12,
+    "ytick.labelsize": 12,
+    "legend.fontsize": 12,
+    "legend.title_fontsize": 12,
     "figure.dpi": 100,
 }
 
@@ -107,32 +108,45 @@ def save_figure(fig, name: str, directory: str | None = None) -> str | None:
     return path
 
 
-def plot_scheme_bars(results, task: str, schemes=None, ax=None):
-    """Bar chart of the final mean test error per scheme: mean ± std over seeds.
+def plot_scheme_bars(results, task: str, schemes=None, ax=None, protocol: str = "final"):
+    """Bar chart of the mean test error per scheme (mean ± std over seeds), the paper's beside.
 
     Parameters
     ----------
     results : list of result dicts (from :func:`hcct_lite.training.engine.run_experiment`)
-    task : the task to plot
+    task : the task to plot; where the paper's Table IV has it, its values are black ticks
     schemes : order of the bars (default: as they first appear in ``results``)
+    protocol : ``"final"`` (final epoch) or ``"best"`` (each client's best epoch, the
+        authors' code's protocol, the one to compare with the paper's ticks)
     """
-    from ..experiments.results import table3
+    from ..experiments.paper import TABLE_IV
+    from ..experiments.report_tables import by_scheme
 
-    t3 = table3([r for r in results if r["task"] == task])
+    if protocol not in ("final", "best"):
+        raise ValueError(f"protocol must be 'final' or 'best'; got {protocol!r}")
+    stats = by_scheme([r for r in results if r["task"] == task])
     if schemes is None:
         schemes = list(dict.fromkeys(r["scheme"] for r in results if r["task"] == task))
-    schemes = [s for s in schemes if (task, s) in t3]
+    schemes = [s for s in schemes if s in stats]
     if not schemes:
         raise ValueError(f"no results for task {task!r}")
     ax = axes(ax, (1.0 * len(schemes) + 2, 3.5))
-    means = [t3[(task, s)][0] for s in schemes]
-    stds = [t3[(task, s)][1] for s in schemes]
+    pick = 0 if protocol == "final" else 1
+    means = [stats[s][pick][0] for s in schemes]
+    stds = [stats[s][pick][1] for s in schemes]
     colors = ["C3" if s.startswith("hcct") else "C0" for s in schemes]
     ax.bar(range(len(schemes)), means, yerr=stds, color=colors, capsize=3)
+    known = TABLE_IV
+    paper = [(k, known[s][task][0]) for k, s in enumerate(schemes) if task in known.get(s, {})]
+    if paper:
+        x, y = zip(*paper, strict=True)
+        ax.scatter(x, y, marker="_", s=300, lw=3, color="k", zorder=3, label="the paper")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set_xticks(range(len(schemes)), schemes, rotation=30, ha="right")
     ax.set_ylabel("mean test error (%)")
-    n_seeds = t3[(task, schemes[0])][2]
-    ax.set_title(f"{task}: final test error, mean ± std over {n_seeds} seed(s)")
+    n_seeds = stats[schemes[0]][pick][2]
+    which = "final epoch" if protocol == "final" else "best epoch"
+    ax.set_title(f"{task}: {which}, mean ± std over {n_seeds} seeds")
     return ax
 
 
@@ -149,7 +163,7 @@ def plot_merge_steps(steps, axes=None, labels=None):
     if axes is None:
         cols = min(4, len(steps))
         rows = -(-len(steps) // cols)
-        _, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.4 * rows), squeeze=False)
+        _, axes = plt.subplots(rows, cols, figsize=(4.8 * cols, 4.6 * rows), squeeze=False)
     flat = np.asarray(axes).ravel()
     cmap = plt.get_cmap("RdBu").with_extremes(bad="0.85")  # the diagonal (NaN): no merge
     finite = np.concatenate([s.benefits[np.isfinite(s.benefits)] for s in steps] + [[0.0]])
@@ -157,19 +171,19 @@ def plot_merge_steps(steps, axes=None, labels=None):
     for k, (ax, step) in enumerate(zip(flat, steps, strict=False)):
         names = [",".join(map(str, g)) for g in step.groups] if labels is None else labels[k]
         image = ax.imshow(step.benefits, cmap=cmap, vmin=-lim, vmax=lim)
-        ax.set_xticks(range(len(names)), names, rotation=90, fontsize=8)
-        ax.set_yticks(range(len(names)), names, fontsize=8)
+        ax.set_xticks(range(len(names)), names, rotation=90, fontsize=12)
+        ax.set_yticks(range(len(names)), names, fontsize=12)
         if len(names) <= 8:
             for (r, c), v in np.ndenumerate(step.benefits):
                 if np.isfinite(v):
-                    ax.text(c, r, f"{v:.1f}", ha="center", va="center", fontsize=7)
+                    ax.text(c, r, f"{v:.1f}", ha="center", va="center", fontsize=12)
         if step.chosen is None:
-            ax.set_title(f"step {k + 1}: stop", fontsize=9)
+            ax.set_title(f"step {k + 1}: stop", fontsize=12)
         else:
             a, b = step.chosen
             for r, c in ((a, b), (b, a)):
                 ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="k", lw=2))
-            ax.set_title(f"step {k + 1}: merge, benefit {step.benefit:+.3f}", fontsize=9)
+            ax.set_title(f"step {k + 1}: merge, benefit {step.benefit:+.3f}", fontsize=12)
     for ax in flat[len(steps) :]:
         ax.axis("off")
     cbar = plt.colorbar(image, ax=list(flat), shrink=0.8)
@@ -212,7 +226,7 @@ def plot_bound(own_size, divergence, lipschitz=1.0, mu=1.0, delta=0.1, max_size=
     ax.set_xlabel("group sample count D_G")
     ax.set_ylabel("bound on test error")
     ax.set_ylim(0, 3 * alone + divergence)
-    ax.legend(fontsize=8)
+    ax.legend()
     return ax
 
 
@@ -249,6 +263,6 @@ def plot_utility_curves(alpha, own_size, cosines=(1.0, 0.9, 0.7, 0.5), max_size=
     )
     ax.set_xlabel("group sample count D_G")
     ax.set_ylabel("utility")
-    ax.set_title(f"alpha = {alpha:g}", fontsize=9)
-    ax.legend(fontsize=8)
+    ax.set_title(f"alpha = {alpha:g}", fontsize=12)
+    ax.legend()
     return ax

@@ -6,10 +6,24 @@ ipywidgets.
 
 from __future__ import annotations
 
+import os
+
 from ..partition.greedy import client_partition
 from ..theory import join_gain
 
-__all__ = ["draw_partition", "partition_explorer", "draw_bound", "bound_explorer"]
+__all__ = ["draw_partition", "partition_explorer", "draw_bound", "bound_explorer", "STATIC_ENV"]
+
+# Set by `make book`: a static page has no kernel to move a slider, and an embedded widget
+# renders blank offline, so each explorer shows its starting picture and says so.
+STATIC_ENV = "HCCT_STATIC_WIDGETS"
+STATIC_NOTE = (
+    "(Static page: this picture is the slider's starting value. Open the notebook in "
+    "Jupyter to move the sliders.)"
+)
+
+
+def _static() -> bool:
+    return os.environ.get(STATIC_ENV, "0").strip() == "1"
 
 
 def _display(fig):
@@ -49,12 +63,21 @@ def draw_partition(updates, sizes, alpha, labels=None):
         title = f"alpha = {_alpha_text(alpha)}: no merge pays off, all alone (dotted: refused)"
     else:
         title = f"alpha = {_alpha_text(alpha)}: {p.n_groups} group(s) {p.groups}"
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=12)
     return fig, p
 
 
 def partition_explorer(updates, sizes, labels=None, alpha_range=(-1.0, 4.0), alpha=100.0):
-    """An ``ipywidgets.interactive`` with a log-scale alpha slider redrawing the partition."""
+    """An ``ipywidgets.interactive`` with a log-scale alpha slider redrawing the partition.
+
+    With ``HCCT_STATIC_WIDGETS=1`` (the static book) it shows the picture at ``alpha`` and
+    a note instead, and returns None.
+    """
+    if _static():
+        fig, p = draw_partition(updates, sizes, alpha, labels)
+        _display(fig)
+        print(f"alpha = {alpha:g}: {p.n_groups} group(s) {p.groups}\n{STATIC_NOTE}")
+        return None
     import ipywidgets as w
 
     def show(alpha):
@@ -112,9 +135,8 @@ def draw_bound(delta, divergence, own_size, group_size, lipschitz=1.0, mu=1.0):
         label="this group",
     )
     gain = float(join_gain(own_size, group_size, divergence, lipschitz, mu, delta))
-    ax.set_title(
-        f"joining {'helps' if gain > 0 else 'hurts'}: the bound changes by {-gain:+.3f}", fontsize=9
-    )
+    verdict = "helps" if gain > 0 else "hurts"
+    ax.set_title(f"joining {verdict}: the bound changes by {-gain:+.3f}", fontsize=12)
     return fig, gain
 
 
@@ -122,8 +144,15 @@ def bound_explorer(own_size=100, group_size=400):
     """Sliders for delta, the divergence and the sample counts of :func:`draw_bound`.
 
     The second count is what the *other* members bring (D_G - D_i >= 0), so no setting
-    describes a group smaller than the client.
+    describes a group smaller than the client. With ``HCCT_STATIC_WIDGETS=1`` (the static
+    book) it shows the starting picture (delta 0.1, divergence 0.1) and a note, and returns
+    None.
     """
+    if _static():
+        fig, _ = draw_bound(0.1, 0.1, own_size, max(group_size, own_size))
+        _display(fig)
+        print(STATIC_NOTE)
+        return None
     import ipywidgets as w
 
     def show(delta, divergence, own_size, others):
