@@ -47,6 +47,7 @@ _TEACHING = {
     ],
     "hcct_lite.experiments.shipped": [
         "motivating_results", "common_seeds", "scheme_runs", "grid_runs", "grid_progress",
+        "pending_note",
         "domain_cosines", "incoming_curves", "alpha_ratio_errors", "fixed_k_summary",
         "scheme_claims", "figure_claims", "best_epoch_means", "worst_client", "ablation_summary",
     ],

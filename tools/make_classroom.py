@@ -6,7 +6,7 @@
 kept; each edition is first executed top to bottom in shipped mode, so a student notebook
 that would fail stops the build, naming the notebook and cell.
 ``OUT/instructor/``: every notebook executed in shipped mode with its solutions shown and
-unwrapped (no ``if solutions_shown():`` guard), outputs kept.
+unwrapped (no ``if hl.solutions_shown():`` guard), outputs kept.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from nbconvert.preprocessors import CellExecutionError, ExecutePreprocessor
 __all__ = ["student_edition", "instructor_edition", "main"]
 
 ROOT = Path(__file__).resolve().parents[1]
-GUARD = "if solutions_shown():\n"
+GUARD = "if hl.solutions_shown():\n"
 HIDDEN = "Solutions are hidden"
 CELL_TIMEOUT = 600  # seconds per cell: a hung kernel fails fast, the cell named
 

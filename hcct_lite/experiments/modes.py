@@ -106,12 +106,14 @@ class Mode:
         return f"HCCT_MODE={self.name}: {MODES[self.name]}"
 
 
-def notebook_mode(environ=None) -> Mode:
+def notebook_mode(environ=None, style: bool = True) -> Mode:
     """The mode ``HCCT_MODE`` names (default ``shipped``); a clear error for any other value.
 
     Also sets one torch thread and one BLAS thread for this process: in a Jupyter kernel
     on a busy 2-core machine, two threads made the notebooks' small computations up to 100
-    times slower, and one thread is what the grids (and so the shipped results) use.
+    times slower, and one thread is what the grids (and so the shipped results) use. With
+    ``style`` (the default) it sets matplotlib's projector fonts too
+    (:func:`~hcct_lite.viz.plots.classroom_style`), so a notebook's set-up is this one call.
     """
     import torch
     from threadpoolctl import threadpool_limits
@@ -120,6 +122,10 @@ def notebook_mode(environ=None) -> Mode:
     mode = Mode(environ.get(ENV, "shipped").strip().lower() or "shipped")
     torch.set_num_threads(1)
     threadpool_limits(1)
+    if style:
+        from ..viz.plots import classroom_style
+
+        classroom_style()
     return mode
 
 
@@ -129,7 +135,7 @@ SOLUTIONS_ENV = "HCCT_SOLUTIONS"
 def solutions_shown(environ=None) -> bool:
     """Whether the notebooks' solution cells run: ``HCCT_SOLUTIONS=1``, else False.
 
-    Each solution cell is one ``if solutions_shown():`` block, so "Run all" prints no
+    Each solution cell is one ``if hl.solutions_shown():`` block, so "Run all" prints no
     answer under an exercise unless the instructor asks for it. Any value other than
     ``0``/``1`` (or empty) is a clear error rather than a guess.
     """

@@ -9,6 +9,8 @@ that summarise recomputed runs, so both modes draw the same quantities.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..training.config import SCHEMES
@@ -17,10 +19,11 @@ from .motivating_example import PATTERNS, run_patterns
 from .paper_grids import TABLE1_NAMES, grid_jobs
 from .report_tables import by_scheme, complete_seeds, load_grid, variant
 from .results import read_results
-from .runner import Job, job_path, run_grid, run_jobs
+from .runner import Job, job_path, run_grid, run_jobs, settings_dir
 
 __all__ = [
     "grid_progress",
+    "pending_note",
     "quick_jobs",
     "grid_runs",
     "common_seeds",
@@ -79,21 +82,37 @@ def quick_jobs(grid: str, seed: int = 0) -> list:
     raise ValueError(f"no quick version of grid {grid!r}")
 
 
-def grid_runs(mode: Mode, grid: str, out_dir: str, workers: int = 2) -> list:
+def runs_cache(mode: Mode, name: str) -> str:
+    """The folder a notebook caches its recomputed runs of ``name`` in.
+
+    ``$HCCT_RUNS`` (default ``runs/``) / ``name``, suffixed by a hash of the mode and the
+    code, so a code change never reuses stale runs.
+    """
+    return settings_dir(os.path.join(os.environ.get("HCCT_RUNS", "runs"), name), mode=mode.name)
+
+
+def grid_runs(mode: Mode, grid: str, out_dir: str | None = None, workers: int = 2) -> list:
     """A figure grid's runs: shipped files, its quick version, or the full grid recomputed.
 
-    Recomputed runs are cached in ``out_dir`` (a grid resumes) and run in ``workers``
+    Recomputed runs are cached in ``out_dir`` (default :func:`runs_cache`; a grid resumes)
+    and run in ``workers``
     processes of one torch thread each. Shipped mode returns the shipped runs of the seeds
     that every shipped variant has (:func:`complete_seeds`), so it may return fewer runs
     than planned: see :func:`grid_progress`.
     """
     if not mode.recompute:
         return complete_seeds(load_grid(str(results_dir()), grid))
+    out_dir = out_dir or runs_cache(mode, grid)
     quick = mode.name == "quick"
     jobs = quick_jobs(grid) if quick else grid_jobs([grid], seeds=mode.seeds[:3])
     device = None if quick else "auto"
     run_jobs(jobs, out_dir, workers=workers, device=device, log=None, progress=False)
     return read_results([job_path(out_dir, j) for j in jobs])
+
+
+def pending_note(grid: str) -> str:
+    """One line for a figure whose shipped grid is not complete: progress and what to run."""
+    return f"pending: {grid_progress(grid)} - run HCCT_MODE=quick for a small version"
 
 
 def common_seeds(results: dict) -> list:
@@ -125,14 +144,17 @@ def motivating_results(mode: Mode) -> dict:
             for k, v in out.items()}  # fmt: skip
 
 
-def scheme_runs(mode: Mode, task: str, out_dir: str, schemes=SCHEMES, workers: int = 2) -> list:
+def scheme_runs(
+    mode: Mode, task: str, out_dir: str | None = None, schemes=SCHEMES, workers: int = 2
+) -> list:
     """Table IV's runs of ``task``: shipped files, or every scheme trained for ``mode.seeds``.
 
-    ``out_dir`` caches recomputed runs (resumable); shipped runs are read from
-    ``results/table3-<task>``.
+    ``out_dir`` caches recomputed runs (resumable; default :func:`runs_cache`); shipped runs
+    are read from ``results/schemes-<task>``.
     """
     if not mode.recompute:
         return load_grid(str(results_dir()), f"schemes-{task}")
+    out_dir = out_dir or runs_cache(mode, f"schemes-{task}")
     settings, _ = task_settings(mode, task)
     return run_grid(task, list(schemes), list(mode.seeds), out_dir, progress=False, log=None,
                     workers=workers, **settings)  # fmt: skip
