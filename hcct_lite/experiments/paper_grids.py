@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..training.config import SCHEMES
 from .motivating_example import PATTERNS as MOTIVATING_PATTERNS
 from .runner import Job
+from .study_grids import STUDY_GRIDS, STUDY_PARTS
 
 __all__ = [
     "GRIDS",
@@ -145,6 +146,7 @@ GRIDS = {
     "alpha-cifar10": (_fig5, SEEDS[:3]),
     "fixed-k-digit": (_fig6, SEEDS[:3]),
     "k-vs-n-digit": (_fig7, SEEDS[:3]),
+    **STUDY_GRIDS,
 }
 
 
@@ -161,6 +163,7 @@ PAPER_PART = {
     "alpha-cifar10": "Fig. 4, alpha against the train ratio",
     "fixed-k-digit": "Fig. 5, a fixed number of groups K",
     "k-vs-n-digit": "Fig. 6, K against the number of clients N",
+    **STUDY_PARTS,
 }
 # Grids were once named by table and figure numbers that were not the compiled paper's;
 # files written then still say so in their "grid" field.

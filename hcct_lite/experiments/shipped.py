@@ -20,6 +20,7 @@ from .paper_grids import TABLE1_NAMES, grid_jobs
 from .report_tables import by_scheme, complete_seeds, load_grid, variant
 from .results import read_results
 from .runner import Job, job_path, run_grid, run_jobs, settings_dir
+from .study_grids import STUDY_GRIDS
 
 __all__ = [
     "grid_progress",
@@ -79,6 +80,8 @@ def quick_jobs(grid: str, seed: int = 0) -> list:
         v = [(label, "hcct", {"update_includes_buffers": flag, "record_cosines": True})
              for label, flag in (("parameters", False), ("buffers", True))]  # fmt: skip
         return _quick_grid(grid, "digit", seed, v)
+    if grid in STUDY_GRIDS:  # seconds per run already: the shipped grid itself (buffers: 1 seed)
+        return grid_jobs([grid], seeds=(seed,) if grid == "buffers-rotated" else (0, 1, 2))
     raise ValueError(f"no quick version of grid {grid!r}")
 
 
