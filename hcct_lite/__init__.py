@@ -59,6 +59,10 @@ _TEACHING = {
         "pattern_claims", "pattern_means", "motivating_table", "pattern_ranking",
         "selfish_choices", "shipped_differences",
     ],
+    "hcct_lite.experiments.misleads": [
+        "buffer_summary", "scheme_summary", "alpha_summary", "validated_alpha",
+        "break_even_grid", "iid_summary", "misleads_claims", "rotation_agreement",
+    ],
     "hcct_lite.experiments.paper": ["TABLE_II", "TABLE_IV", "TABLE_V", "FIGURES"],
     "hcct_lite.experiments.results": ["to_text"],
     "hcct_lite.experiments.report_tables": [
@@ -84,6 +88,7 @@ _TEACHING = {
         "plot_fixed_k_by_size", "plot_cosines_side_by_side",
     ],
     "hcct_lite.viz.decisions": ["plot_group_timeline", "plot_group_timelines"],
+    "hcct_lite.viz.misleads": ["plot_scheme_study", "plot_break_even", "plot_alpha_sweep"],
     "hcct_lite.viz.widgets": ["partition_explorer", "bound_explorer"],
 }  # fmt: skip
 _LAZY = {name: module for module, names in _TEACHING.items() for name in names}

@@ -35,6 +35,7 @@ def test_book_has_every_notebook_and_no_cdn(site):
         "02_generalization_bound.html",
         "03_greedy_merges.html",
         "04_experiments.html",
+        "05_when_the_utility_misleads.html",
     ]
     assert (out / "mathjax" / "MathJax.js").is_file()
     for page in pages:

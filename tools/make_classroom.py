@@ -25,7 +25,8 @@ __all__ = ["student_edition", "instructor_edition", "main"]
 ROOT = Path(__file__).resolve().parents[1]
 GUARD = "if hl.solutions_shown():\n"
 HIDDEN = "Solutions are hidden"
-CELL_TIMEOUT = 600  # seconds per cell: a hung kernel fails fast, the cell named
+# seconds per cell (HCCT_CELL_TIMEOUT overrides): a hung kernel fails, the cell named
+CELL_TIMEOUT = int(os.environ.get("HCCT_CELL_TIMEOUT", "600"))
 
 
 def _is_solution(cell) -> bool:
@@ -71,13 +72,17 @@ def instructor_edition(nb):
 
 
 def _execute(nb, name: str, cwd: Path):
-    os.environ.update(HCCT_MODE="shipped", MPLBACKEND="Agg")
+    saved = dict(os.environ)
+    os.environ.update(HCCT_MODE="shipped", MPLBACKEND="Agg")  # the kernel inherits these
     try:
         ExecutePreprocessor(timeout=CELL_TIMEOUT, kernel_name="python3").preprocess(
             nb, {"metadata": {"path": str(cwd)}}
         )
-    except CellExecutionError as err:
+    except (CellExecutionError, TimeoutError) as err:
         raise SystemExit(f"{name}: a cell failed in shipped mode:\n{str(err)[:2000]}") from None
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     return nb
 
 
