@@ -43,6 +43,7 @@ bench: venv
 	$(BIN)/python benchmarks/bench_partition.py
 	$(BIN)/python benchmarks/bench_engine.py
 	$(BIN)/python benchmarks/bench_overhead.py
+	$(BIN)/python benchmarks/bench_designer.py
 
 # The paper's grids at Table III settings into results/ (resumable), then docs/reproduction.md.
 # Pick grids and a GPU with e.g. REPRODUCE_ARGS="--grids schemes-cifar10 --device cuda".

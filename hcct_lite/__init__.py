@@ -89,6 +89,8 @@ _TEACHING = {
     ],
     "hcct_lite.viz.decisions": ["plot_group_timeline", "plot_group_timelines"],
     "hcct_lite.viz.misleads": ["plot_scheme_study", "plot_break_even", "plot_alpha_sweep"],
+    "hcct_lite.viz.designer": ["federation_designer", "draw_designer", "draw_training"],
+    "hcct_lite.experiments.designer": ["Designer", "Silo", "PRESETS"],
     "hcct_lite.viz.widgets": ["partition_explorer", "bound_explorer"],
 }  # fmt: skip
 _LAZY = {name: module for module, names in _TEACHING.items() for name in names}

@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,6 +51,14 @@ def lab(tmp_path_factory):
     work = tmp_path_factory.mktemp("lab")
     for name in ("02_generalization_bound.ipynb", "03_greedy_merges.ipynb"):
         shutil.copy(ROOT / "notebooks" / name, work / name)
+    # a kernelspec, or JupyterLab asks which kernel to start
+    designer = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(c) for c in ("import hcct_lite as hl",
+               "mode = hl.notebook_mode()", 'hl.federation_designer(preset="rotated pairs")')],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}},
+    )  # fmt: skip
+    nbformat.write(designer, work / "designer.ipynb")
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, HCCT_MODE="quick", JUPYTER_CONFIG_DIR=str(work / ".config"))
     env.pop("HCCT_FIG_DIR", None)
@@ -99,7 +108,7 @@ def browser():
         driver.quit()
 
 
-def _open_and_run(driver, lab, name):
+def _open_and_run(driver, lab, name, min_cells=6):
     url, token = lab
     driver.get(f"{url}/lab/tree/{name}?token={token}")
     wait = WebDriverWait(driver, 120)
@@ -125,7 +134,7 @@ def _open_and_run(driver, lab, name):
         "return [...document.querySelectorAll('.jp-InputPrompt')]"
         ".filter(p => /\\[\\d+\\]/.test(p.textContent)).length;"
     )
-    assert executed > 5, f"only {executed} cells ran in {name}"
+    assert executed >= min_cells, f"only {executed} cells ran in {name}"
 
 
 def _close_all(driver):
@@ -195,3 +204,42 @@ def test_notebook_03_alpha_slider_changes_the_drawn_groups(lab, browser):
     assert before != after
     WebDriverWait(browser, 30).until(lambda d: "1 group(s)" in _widget_text(d, "alpha"))
     assert "alpha = 10000: 1 group(s)" in _widget_text(browser, "alpha")
+
+
+def _designer(driver):
+    """The designer's drawn picture (img src) and partition text."""
+    return driver.execute_script(
+        "const box = document.querySelector('.hcct-designer');"
+        "if (!box) return null;"
+        "const img = box.querySelector('.jp-OutputArea-output img');"
+        "const text = box.querySelector('.hcct-partition');"
+        "return {img: img ? img.src : null, text: text ? text.textContent : ''};"
+    )
+
+
+def _designer_set(driver, description, value):
+    readout = driver.execute_script(
+        "const box = document.querySelector('.hcct-designer');"
+        "const label = [...box.querySelectorAll('.widget-label')]"
+        "  .find(l => l.textContent.trim() === arguments[0]);"
+        "return label.closest('.widget-slider, .widget-hslider').querySelector('.widget-readout');",
+        description,
+    )
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", readout)
+    readout.click()
+    readout.send_keys(Keys.CONTROL, "a")
+    readout.send_keys(str(value), Keys.ENTER)
+
+
+def test_the_federation_designer_redraws_when_alpha_and_a_silo_move(lab, browser):
+    _open_and_run(browser, lab, "designer.ipynb", min_cells=3)
+    wait = WebDriverWait(browser, 60)
+    first = wait.until(lambda d: (s := _designer(d)) and s["img"] and "group(s)" in s["text"] and s)
+    assert ": 4 group(s) [[1, 2], [3, 4], [5, 6], [7, 8]]" in first["text"]  # alpha about 50
+    _designer_set(browser, "alpha", 0.1)
+    second = wait.until(lambda d: (s := _designer(d)) and s["img"] != first["img"] and
+                        "8 group(s)" in s["text"] and s)  # fmt: skip
+    assert second["text"].startswith("alpha = 0.1: 8 group(s)")
+    _designer_set(browser, "silo 1: samples", 300)  # one silo retrained, the picture redrawn
+    wait.until(lambda d: (s := _designer(d)) and s["img"] not in (first["img"], second["img"]))
+    _close_all(browser)

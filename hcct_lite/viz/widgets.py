@@ -11,7 +11,14 @@ import os
 from ..partition.greedy import client_partition
 from ..theory import join_gain
 
-__all__ = ["draw_partition", "partition_explorer", "draw_bound", "bound_explorer", "STATIC_ENV"]
+__all__ = [
+    "draw_partition",
+    "partition_explorer",
+    "draw_bound",
+    "bound_explorer",
+    "STATIC_ENV",
+    "static_widgets",
+]
 
 # Set by `make book`: a static page has no kernel to move a slider, and an embedded widget
 # renders blank offline, so each explorer shows its starting picture and says so.
@@ -22,7 +29,8 @@ STATIC_NOTE = (
 )
 
 
-def _static() -> bool:
+def static_widgets() -> bool:
+    """Whether widgets should draw a static picture (``HCCT_STATIC_WIDGETS=1``, the book)."""
     return os.environ.get(STATIC_ENV, "0").strip() == "1"
 
 
@@ -73,7 +81,7 @@ def partition_explorer(updates, sizes, labels=None, alpha_range=(-1.0, 4.0), alp
     With ``HCCT_STATIC_WIDGETS=1`` (the static book) it shows the picture at ``alpha`` and
     a note instead, and returns None.
     """
-    if _static():
+    if static_widgets():
         fig, p = draw_partition(updates, sizes, alpha, labels)
         _display(fig)
         print(f"alpha = {alpha:g}: {p.n_groups} group(s) {p.groups}\n{STATIC_NOTE}")
@@ -148,7 +156,7 @@ def bound_explorer(own_size=100, group_size=400):
     book) it shows the starting picture (delta 0.1, divergence 0.1) and a note, and returns
     None.
     """
-    if _static():
+    if static_widgets():
         fig, _ = draw_bound(0.1, 0.1, own_size, max(group_size, own_size))
         _display(fig)
         print(STATIC_NOTE)
