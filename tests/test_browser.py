@@ -167,12 +167,14 @@ def _widget_text(driver, description):
     )
 
 
-def _set_slider(driver, description, value):
+def _set_slider(driver, description, value, within=".widget-interact"):
+    """Type ``value`` into the readout of the slider labelled ``description`` in ``within``."""
     readout = driver.execute_script(
-        "const labels = [...document.querySelectorAll('.widget-interact .widget-label')];"
+        "const labels = [...document.querySelectorAll(arguments[1] + ' .widget-label')];"
         "const label = labels.find(l => l.textContent.trim() === arguments[0]);"
         "return label.closest('.widget-slider, .widget-hslider').querySelector('.widget-readout');",
         description,
+        within,
     )
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", readout)
     readout.click()
@@ -217,29 +219,17 @@ def _designer(driver):
     )
 
 
-def _designer_set(driver, description, value):
-    readout = driver.execute_script(
-        "const box = document.querySelector('.hcct-designer');"
-        "const label = [...box.querySelectorAll('.widget-label')]"
-        "  .find(l => l.textContent.trim() === arguments[0]);"
-        "return label.closest('.widget-slider, .widget-hslider').querySelector('.widget-readout');",
-        description,
-    )
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", readout)
-    readout.click()
-    readout.send_keys(Keys.CONTROL, "a")
-    readout.send_keys(str(value), Keys.ENTER)
-
-
 def test_the_federation_designer_redraws_when_alpha_and_a_silo_move(lab, browser):
     _open_and_run(browser, lab, "designer.ipynb", min_cells=3)
     wait = WebDriverWait(browser, 60)
     first = wait.until(lambda d: (s := _designer(d)) and s["img"] and "group(s)" in s["text"] and s)
     assert ": 4 group(s) [[1, 2], [3, 4], [5, 6], [7, 8]]" in first["text"]  # alpha about 50
-    _designer_set(browser, "alpha", 0.1)
+    _set_slider(browser, "alpha", 0.1, within=".hcct-designer")
     second = wait.until(lambda d: (s := _designer(d)) and s["img"] != first["img"] and
                         "8 group(s)" in s["text"] and s)  # fmt: skip
     assert second["text"].startswith("alpha = 0.1: 8 group(s)")
-    _designer_set(browser, "silo 1: samples", 300)  # one silo retrained, the picture redrawn
+    _set_slider(
+        browser, "silo 1: samples", 300, within=".hcct-designer"
+    )  # one silo retrained, the picture redrawn
     wait.until(lambda d: (s := _designer(d)) and s["img"] not in (first["img"], second["img"]))
     _close_all(browser)
