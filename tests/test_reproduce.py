@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "results")
 SHIPPED = sorted(glob.glob(os.path.join(RESULTS, "*", "*.json")))
 # What a grid may change in a task's Table III settings, each said in docs/reproduction.md:
-# the offline Digit domains, and what a figure or ablation varies by design.
+# the offline Digit domains, and what a figure, ablation or study grid varies by design.
 DOCUMENTED = {
     "schemes-fmnist": set(),
     "schemes-rotated-digits": set(),
@@ -29,6 +29,17 @@ DOCUMENTED = {
     "alpha-cifar10": {"alpha", "train_ratio"},
     "fixed-k-digit": {"domains", "n_clients", "fixed_groups"},
     "k-vs-n-digit": {"domains", "n_clients", "fixed_groups"},
+    "buffers-rotated": {"model", "epochs", "update_includes_buffers", "record_cosines"},
+    "small-clients-rotated": {
+        "n_clients",
+        "samples",
+        "alpha",
+        "epochs",
+        "cluster_models",
+        "local_epochs",
+    },
+    "alpha-scale-rotated": {"alpha"},
+    "fixed-k-rotated": {"fixed_groups"},
 }
 
 

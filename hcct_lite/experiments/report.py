@@ -47,6 +47,12 @@ domains instead of two per domain over five; CIFAR-10 is a 12,000-image subset (
 samples per client on average instead of 1,900, decoded from JPEG copies). Every other
 setting is the paper's Table III (`hcct_lite.training.tasks.TASKS`); a test checks that each shipped
 configuration equals those defaults but for the differences named here.
+
+**Beyond the paper** (notebook 05, `hcct_lite.experiments.study_grids`), four grids vary the
+rotated digits on purpose: `buffers-rotated` (a batch-norm CNN, `digit_cnn_small`, for 15
+epochs, the update with or without the buffers, cosines recorded), `small-clients-rotated`
+(16 clients of 40 samples, alpha 9, 20 epochs, 4 cluster models, 1 or 3 local epochs),
+`alpha-scale-rotated` (alpha from 1 to 1000) and `fixed-k-rotated` (K = 1, 2, 4, 8).
 """
 
 
