@@ -20,10 +20,10 @@ from typing_extensions import override
 
 from ..experiments.results import write_json
 from ..training.engine import run_experiment
-from ..training.local import LocalResult, update_of
 from ..training.models import build_model
 from ..training.replies import Rejected
-from .common import config_from_run_config, config_to_text, from_record, to_record
+from .common import config_from_run_config, config_to_text, to_record
+from .reading import enrolment, metric, training_result
 
 __all__ = ["FlowerBackend", "assign_silos", "make_server_app", "app"]
 
@@ -75,7 +75,13 @@ class FlowerBackend:
         deadline = time.monotonic() + wait
         while True:
             nodes = list(self.grid.get_node_ids())
-            if len(nodes) >= self.cfg.n_clients or time.monotonic() > deadline:
+            # with silo-nodes, the listed silos themselves, whatever else has connected
+            ready = (
+                set(self.silo_nodes) <= set(nodes)
+                if self.silo_nodes is not None
+                else len(nodes) >= self.cfg.n_clients
+            )
+            if ready or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         replies = self._round(
@@ -117,40 +123,31 @@ class FlowerBackend:
             i = self.client_of.get(node)
             if i not in starts:
                 continue  # not asked: ignore
-            try:  # a silo's reply is input: the engine's ReplyScreen judges what parses
-                state = from_record(reply.content["model"])
-                m = reply.content["metrics"]
-                out[i] = LocalResult(
-                    state,
-                    update_of(starts[i], state, lr, self.update_names),
-                    float(m["num-examples"]),
-                    float(m["train-loss"]),
-                    float(m["train-acc"]),
-                )
-            except Exception as err:  # noqa: BLE001 - any malformed reply
-                out[i] = Rejected(f"unreadable training reply: {type(err).__name__}: {err}")
+            try:  # a silo's reply is input: read field by field, then the engine screens it
+                out[i] = training_result(reply.content, starts[i], self.update_names, lr)
+            except ValueError as err:
+                out[i] = Rejected(f"unreadable training reply: {err}")
         return out
 
     def _evaluate(self, states: dict, split: str) -> dict:
+        """Client -> the records of its evaluation reply (read by the caller)."""
         contents = {
             self.node_of[i]: RecordDict(
                 {"model": to_record(st), "config": ConfigRecord({"split": split})}
             )
             for i, st in states.items()
         }
-        return {
-            self.client_of[n]: r.content["metrics"]
-            for n, r in self._round(contents, "evaluate").items()
-        }
+        replies = self._round(contents, "evaluate")
+        return {self.client_of[n]: r.content for n, r in replies.items() if n in self.client_of}
 
     @override
     def evaluate(self, states: dict) -> dict:
         out = {}
-        for i, m in self._evaluate(states, "test").items():
+        for i, content in self._evaluate(states, "test").items():
             try:
-                out[i] = float(m["error"])
-            except Exception as err:  # noqa: BLE001 - any malformed reply
-                out[i] = Rejected(f"unreadable evaluation reply: {type(err).__name__}: {err}")
+                out[i] = metric(content, "error")
+            except ValueError as err:
+                out[i] = Rejected(f"unreadable evaluation reply: {err}")
         return out
 
     def probe(self, i: int, state: dict):
@@ -159,13 +156,13 @@ class FlowerBackend:
         ``None`` when the client does not answer (the scheme leaves it out of the epoch);
         a :class:`Rejected` when its answer cannot be read.
         """
-        m = self._evaluate({i: state}, "train").get(i)
-        if m is None:
+        content = self._evaluate({i: state}, "train").get(i)
+        if content is None:
             return None
         try:
-            return float(m["loss"]), 1.0 - float(m["error"]) / 100.0
-        except Exception as err:  # noqa: BLE001 - any malformed reply
-            return Rejected(f"unreadable probe reply: {type(err).__name__}: {err}")
+            return metric(content, "loss"), 1.0 - metric(content, "error") / 100.0
+        except ValueError as err:
+            return Rejected(f"unreadable probe reply: {err}")
 
 
 def assign_silos(replies: dict, n_clients: int, silo_nodes=None, connected=None) -> tuple:
@@ -223,16 +220,7 @@ def _identity(node, i: int, size: int, silo_nodes) -> tuple:
 
 def _enrolment(reply, n_clients: int) -> tuple:
     """``(partition id, samples)`` a node declares, or ``(None, why not)``."""
-    try:
-        info = reply.content["info"]
-        i, size = float(info["partition-id"]), float(info["num-examples"])
-    except Exception as err:  # noqa: BLE001 - any malformed reply
-        return None, f"unreadable enrolment ({type(err).__name__}: {err})"
-    if not (i.is_integer() and 0 <= i < n_clients):
-        return None, f"partition-id {i:g} is not in 0..{n_clients - 1}"
-    if not (size.is_integer() and size >= 1):
-        return None, f"num-examples {size:g} is not a positive integer"
-    return int(i), int(size)
+    return enrolment(reply.content, n_clients)
 
 
 def _silo_nodes(text: str):
