@@ -107,6 +107,9 @@ def main(argv=None) -> int:
         "--partition", action="store_true", help="only the partition demo on synthetic updates"
     )
     args = parser.parse_args(argv)
+    from .viz.plots import classroom_style
+
+    classroom_style()  # the saved figures are read projected, as the notebooks' are
     if args.partition:
         partition_demo(args.out, args.seeds[0])
     else:
