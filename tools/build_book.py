@@ -50,21 +50,34 @@ def mathjax_source() -> Path:
     return Path(jupyter_server_mathjax.__file__).parent / "static"
 
 
-def render(notebook: Path, timeout: int = 600) -> tuple:
-    """Execute ``notebook`` in shipped mode; return ``(title, html)``."""
-    nb = nbformat.read(notebook, as_version=4)
+def execute(nb, cwd: Path, timeout: int, env: dict):
+    """Run every cell of ``nb`` in a kernel started in ``cwd`` with ``env`` added.
+
+    The kernel inherits this process's environment, so ``env`` is set for the run and the
+    caller's environment restored after. ``timeout``: seconds per cell.
+    """
     saved = dict(os.environ)
-    os.environ["HCCT_MODE"] = "shipped"
-    os.environ["HCCT_STATIC_WIDGETS"] = "1"  # a picture and a note, not a blank widget
-    # figures inline in the page (MPLBACKEND=Agg, as tests set it, would draw none)
-    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    try:  # the kernel inherits this environment; the caller's is restored after
+    os.environ.update(env)
+    try:
         ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(
-            nb, {"metadata": {"path": str(notebook.parent)}}
+            nb, {"metadata": {"path": str(cwd)}}
         )
     finally:
         os.environ.clear()
         os.environ.update(saved)
+    return nb
+
+
+def render(notebook: Path, timeout: int = 600) -> tuple:
+    """Execute ``notebook`` in shipped mode; return ``(title, html)``."""
+    nb = nbformat.read(notebook, as_version=4)
+    env = {
+        "HCCT_MODE": "shipped",
+        "HCCT_STATIC_WIDGETS": "1",  # a picture and a note, not a blank widget
+        # figures inline in the page (MPLBACKEND=Agg, as tests set it, would draw none)
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+    }
+    execute(nb, notebook.parent, timeout, env)
     first = next((c.source for c in nb.cells if c.cell_type == "markdown"), notebook.stem)
     title = first.splitlines()[0].lstrip("# ").strip()
     exporter = HTMLExporter(template_name="lab", mathjax_url=MATHJAX)

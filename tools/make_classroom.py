@@ -18,7 +18,8 @@ import textwrap
 from pathlib import Path
 
 import nbformat
-from nbconvert.preprocessors import CellExecutionError, ExecutePreprocessor
+from build_book import execute
+from nbconvert.preprocessors import CellExecutionError
 
 __all__ = ["student_edition", "instructor_edition", "main"]
 
@@ -72,18 +73,10 @@ def instructor_edition(nb):
 
 
 def _execute(nb, name: str, cwd: Path):
-    saved = dict(os.environ)
-    os.environ.update(HCCT_MODE="shipped", MPLBACKEND="Agg")  # the kernel inherits these
     try:
-        ExecutePreprocessor(timeout=CELL_TIMEOUT, kernel_name="python3").preprocess(
-            nb, {"metadata": {"path": str(cwd)}}
-        )
+        return execute(nb, cwd, CELL_TIMEOUT, {"HCCT_MODE": "shipped", "MPLBACKEND": "Agg"})
     except (CellExecutionError, TimeoutError) as err:
         raise SystemExit(f"{name}: a cell failed in shipped mode:\n{str(err)[:2000]}") from None
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return nb
 
 
 def main(argv=None) -> int:

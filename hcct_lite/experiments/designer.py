@@ -158,8 +158,9 @@ class Designer:
         self._data = load_dataset("digits")
         labels = self._data.y.numpy()
         self._pools = [np.flatnonzero(labels == c) for c in range(CLASSES)]
-        cfg = make_config("rotated-digits", "independent", n_clients=1, **self._cfg)
-        self._model = init_model(cfg, 0, "cpu")
+        # one silo's first epoch: the same settings for every silo
+        self._silo_cfg = make_config("rotated-digits", "independent", n_clients=1, **self._cfg)
+        self._model = init_model(self._silo_cfg, 0, "cpu")
         self._init = clone_state(self._model.state_dict())
         self._clients, self._updates = {}, {}
 
@@ -196,10 +197,9 @@ class Designer:
         """The silo's update after one local epoch from the common model (cached)."""
         key = (silo, index)
         if key not in self._updates:
-            from ..training.config import make_config
             from ..training.engine import LocalBackend
 
-            cfg = make_config("rotated-digits", "independent", n_clients=1, **self._cfg)
+            cfg = self._silo_cfg
             backend = LocalBackend(cfg, [self.client(silo, index)], self._model, "cpu")
             self._updates[key] = backend.train({0: self._init}, cfg.lr, 0)[0].update
         return self._updates[key]

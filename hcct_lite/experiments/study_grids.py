@@ -50,30 +50,28 @@ def _small_clients(seeds):
     ]  # fmt: skip
 
 
-def _alpha_scale(seeds):
-    return [
-        Job("alpha-scale-rotated", f"alpha{a:g}-seed{seed}", "rotated-digits", "hcct", seed,
-            {"alpha": a})
-        for seed in seeds
-        for a in STUDY_ALPHAS
-    ]  # fmt: skip
+def _hcct_sweep(grid: str, setting: str, values, label: str):
+    """The builder of a grid running HCCT at each of ``values`` of one ``setting``."""
 
+    def build(seeds):
+        return [
+            Job(grid, f"{label}{v:g}-seed{seed}", "rotated-digits", "hcct", seed, {setting: v})
+            for seed in seeds
+            for v in values
+        ]
 
-def _fixed_k(seeds):
-    return [
-        Job("fixed-k-rotated", f"k{k}-seed{seed}", "rotated-digits", "hcct", seed,
-            {"fixed_groups": k})
-        for seed in seeds
-        for k in STUDY_KS
-    ]  # fmt: skip
+    return build
 
 
 # name -> (builder of its jobs from seeds, default seeds), as paper_grids.GRIDS
 STUDY_GRIDS = {
     "buffers-rotated": (_buffers, SEEDS),
     "small-clients-rotated": (_small_clients, SEEDS),
-    "alpha-scale-rotated": (_alpha_scale, SEEDS),
-    "fixed-k-rotated": (_fixed_k, SEEDS),
+    "alpha-scale-rotated": (
+        _hcct_sweep("alpha-scale-rotated", "alpha", STUDY_ALPHAS, "alpha"),
+        SEEDS,
+    ),
+    "fixed-k-rotated": (_hcct_sweep("fixed-k-rotated", "fixed_groups", STUDY_KS, "k"), SEEDS),
 }
 STUDY_PARTS = {
     "buffers-rotated": "beyond the paper: batch-norm buffers in the update (notebook 05)",

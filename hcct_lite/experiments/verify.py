@@ -22,7 +22,7 @@ import numpy as np
 from ..training.provenance import KERNEL_VARIABLES, kernel_env
 from .store import load_result
 
-__all__ = ["load_for_verify", "rerun", "compare_runs", "verify", "partition_labels"]
+__all__ = ["load_for_verify", "rerun", "compare_runs", "verify"]
 
 
 def load_for_verify(path: str) -> dict:
@@ -100,14 +100,6 @@ def _child(spec_path: str, out_path: str) -> None:
         json.dump(result, f)
 
 
-def partition_labels(groups, n: int) -> np.ndarray:
-    """Groups (lists of client ids) as one label per client (n,); unlisted clients alone."""
-    labels = np.arange(n) + n  # a client in no group is a group of its own
-    for k, g in enumerate(groups):
-        labels[list(g)] = k
-    return labels
-
-
 def compare_runs(stored: dict, again: dict) -> dict:
     """How far ``again`` (a rerun with ``test_sizes``) is from ``stored``.
 
@@ -123,12 +115,14 @@ def compare_runs(stored: dict, again: dict) -> dict:
     """
     from sklearn.metrics import adjusted_rand_score
 
+    from .decisions import group_labels
+
     n = len(again["test_sizes"])
     a = [h["groups"] for h in stored["history"]]
     b = [h["groups"] for h in again["history"]]
     same = [x == y for x, y in zip(a, b, strict=False)] + [False] * abs(len(a) - len(b))
     ari = [
-        adjusted_rand_score(partition_labels(x, n), partition_labels(y, n))
+        adjusted_rand_score(group_labels(x, n), group_labels(y, n))
         for x, y in zip(a, b, strict=False)
     ]
     e0, e1 = _final_errors(stored, n), _final_errors(again, n)
