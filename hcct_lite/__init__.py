@@ -48,8 +48,12 @@ _TEACHING = {
     "hcct_lite.experiments.shipped": [
         "motivating_results", "common_seeds", "scheme_runs", "grid_runs", "grid_progress",
         "pending_note",
-        "domain_cosines", "incoming_curves", "alpha_ratio_errors", "fixed_k_summary",
-        "scheme_claims", "figure_claims", "best_epoch_means", "worst_client", "ablation_summary",
+        "domain_cosines", "scheme_claims", "best_epoch_means", "worst_client",
+        "ablation_summary",
+    ],
+    "hcct_lite.experiments.figure_checks": [
+        "incoming_curves", "alpha_ratio_errors", "alpha_ratio_stats", "fixed_k_summary",
+        "planned_ks", "complete_sizes", "figure_claims",
     ],
     "hcct_lite.experiments.decisions": [
         "DECISION_GRIDS", "decision_runs", "truth_agreement", "consecutive_agreement",

@@ -100,25 +100,6 @@ def test_domain_cosines_split_same_and_other_domains():
         shipped.domain_cosines(cos, ["a", "b"])
 
 
-def _run(config, final, history=None):
-    return {"config": config, "final": {"mean": final}, "history": history or []}
-
-
-def test_figure_summaries_average_over_seeds():
-    runs = [
-        _run({"new_clients": 1, "join_every": 5}, 0, [{"mean_test_error": e} for e in (9, 7)]),
-        _run({"new_clients": 1, "join_every": 5}, 0, [{"mean_test_error": e} for e in (7, 5)]),
-    ]
-    assert shipped.incoming_curves(runs) == {"1 new per 5 epochs": [8.0, 6.0]}
-    runs = [_run({"train_ratio": 0.1, "alpha": a}, e) for a, e in ((1, 30), (1, 20), (10, 5))]
-    assert shipped.alpha_ratio_errors(runs) == {(0.1, 1): 25.0, (0.1, 10): 5.0}
-    runs = [
-        _run({"n_clients": 6, "fixed_groups": k}, e, [{"total_utility": u}])
-        for k, e, u in ((2, 10, 1.0), (1, 20, 3.0), (2, 12, 2.0))
-    ]
-    assert shipped.fixed_k_summary(runs) == {6: ([1, 2], [20.0, 11.0], [3.0, 1.5])}
-
-
 def test_quick_jobs_are_small_valid_versions_of_the_paper_grids():
     for grid in (
         "incoming-cifar10",

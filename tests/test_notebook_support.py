@@ -26,6 +26,7 @@ from hcct_lite.viz.charts import (  # noqa: E402
     plot_cosines_side_by_side,
     plot_curves,
     plot_fixed_k,
+    plot_fixed_k_by_size,
     plot_pattern_bars,
 )
 
@@ -80,6 +81,11 @@ def test_charts_draw():
     ax = plot_alpha_ratio({(0.1, 1.0): 5, (0.1, 10.0): 4, (0.5, 1.0): 3, (0.5, 10.0): 2})
     assert len(ax.get_lines()) == 2
     plot_fixed_k([1, 2], [5, 4], [1.0, 2.0])
+    summary = {10: ([1, 2, 10], [5, 4, 9], [0] * 3), 30: ([1, 2], [4, 3], [0] * 2)}
+    ax = plot_fixed_k_by_size(summary, partial=[30])
+    styles = {line.get_label(): line.get_linestyle() for line in ax.get_lines()}
+    assert styles == {"N = 10": "-", "N = 30 (some K pending)": "--"}
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "10"]
     axes = plot_cosines_side_by_side({"a": np.eye(2), "b": np.ones((2, 2))})
     assert len(axes) == 2
     plt.close("all")

@@ -96,16 +96,28 @@ def test_fig4_verdict_follows_the_numbers(tmp_path, finals, verdict):
     assert f"More arrivals {verdict}" in text and "2 of 9 runs" in text
 
 
+def _k_run(n, k, error, utility):
+    return _run(f"n{n}-k{k}", 0, {"n_clients": n, "fixed_groups": k}, final=error,
+                history=[{"total_utility": utility}])  # fmt: skip
+
+
 def test_fixed_k_verdict_names_the_best_k_and_pending_grids(tmp_path):
-    runs = [
-        _run(f"k{k}", 0, {"n_clients": 20, "fixed_groups": k}, final=e,
-             history=[{"total_utility": u}])
-        for k, e, u in ((1, 9.0, 1.0), (10, 5.0, 3.0), (20, 8.0, 2.0))
-    ]  # fmt: skip
-    _write(tmp_path, "fixed-k-digit", runs)
+    ks = [1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20]
+    _write(tmp_path, "fixed-k-digit", [_k_run(20, k, 5 + abs(k - 10), -abs(k - 10)) for k in ks])
     fig4, fig5, fig6, fig7 = figure_sections(str(tmp_path))
-    assert "lowest error at K = 10 (5.00)" in fig6 and "K = 10 holds" in fig6
+    assert "lowest error at K = 10 (5.00), against 14.00 at K = 1 and 15.00 at K = 20" in fig6
+    assert "K = 10 holds" in fig6
     assert fig4.endswith("pending") and fig5.endswith("pending") and fig7.endswith("pending")
+
+
+def test_a_partly_run_size_is_shown_pending_and_not_judged(tmp_path):
+    runs = [_k_run(10, k, e, k) for k, e in ((1, 9.0), (2, 8.0), (5, 7.0), (10, 12.0))]
+    runs += [_k_run(20, k, 1.0, k) for k in (1, 2)]
+    _write(tmp_path, "k-vs-n-digit", runs)
+    fig7 = figure_sections(str(tmp_path))[3]
+    assert "| 5 | pending | pending |" in fig7 and "N = 20: K = 5, 10, 20 pending" in fig7
+    assert "N = 10: lowest error at K = 5 (7.00), against 9.00 at K = 1 and 12.00" in fig7
+    assert fig7.endswith("holds at N = 10; N = 20, 30, 40, 50 pending.")
 
 
 def test_figure_claims_follow_the_runs():
@@ -117,11 +129,6 @@ def test_figure_claims_follow_the_runs():
         r["config"]["initial_clients"] = 2
     claims = figure_claims(runs, "incoming-cifar10")
     assert list(claims.values()) == [True, True]
-    runs = [
-        _run(f"a{a}", 0, {"train_ratio": 0.1, "alpha": a}, final=e)
-        for a, e in ((1.0, 60), (100.0, 50))
-    ]
-    assert list(figure_claims(runs, "alpha-cifar10").values()) == [False, True]
     runs = [
         _run(f"k{k}", 0, {"n_clients": 20, "fixed_groups": k}, final=e,
              history=[{"total_utility": 0.0}])

@@ -17,13 +17,13 @@ from hcct_lite.experiments.decisions import (  # noqa: E402
     group_labels,
     truth_agreement,
 )
+from hcct_lite.experiments.figure_checks import figure_claims  # noqa: E402
 from hcct_lite.experiments.modes import solutions_shown  # noqa: E402
 from hcct_lite.experiments.motivating_example import (  # noqa: E402
     pattern_ranking,
     selfish_choices,
 )
 from hcct_lite.experiments.report_tables import setup_table  # noqa: E402
-from hcct_lite.experiments.shipped import figure_claims  # noqa: E402
 from hcct_lite.partition.merge_steps import (  # noqa: E402
     benefit_parts,
     break_even_alpha,

@@ -147,7 +147,7 @@ def misleads_claims(buffers, small, alphas, fixed_k, iid) -> dict:
     """Notebook 05's checked claims: claim (str) -> bool.
 
     Parameters are the outputs of :func:`buffer_summary`, :func:`scheme_summary`,
-    :func:`alpha_summary`, :func:`~hcct_lite.experiments.shipped.fixed_k_summary` (one N,
+    :func:`alpha_summary`, :func:`~hcct_lite.experiments.figure_checks.fixed_k_summary` (one N,
     the rotated digits) and :func:`iid_summary`.
     """
     b, p = buffers["buffers"], buffers["parameters"]

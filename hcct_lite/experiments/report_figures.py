@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .figure_checks import (
+    alpha_ratio_stats,
+    complete_sizes,
+    fig4_incumbents,
+    fixed_k_summary,
+    planned_ks,
+)
 from .paper import FIGURES
 from .paper_grids import FIG5_RATIOS, grid_jobs
 from .report_tables import complete_seeds, load_grid, pm
 from .results import to_markdown
-from .shipped import fig4_incumbents, fixed_k_summary
 
 __all__ = ["fig4_table", "fig5_table", "figure_sections"]
 
@@ -104,29 +110,71 @@ def fig5_table(runs) -> tuple:
     rows : list of [alpha, cell per ratio...]; a cell is "pending" where no run is shipped
     best : dict ratio -> (alpha with the lowest final error, with the lowest best-epoch error)
     """
-    by = {}
-    for r in runs:
-        c = r["config"]
-        by.setdefault((c["train_ratio"], c["alpha"]), []).append(
-            (r["final"]["mean"], r["final"]["best_over_epochs"]["mean"])
-        )
-    alphas = sorted({a for _, a in by})
-    rows, best = [], {}
-    for a in alphas:
-        row = [f"{a:g}"]
-        for ratio in FIG5_RATIOS:
-            v = np.array(by.get((ratio, a), []))
-            row.append(
-                f"{pm(v[:, 0].mean(), v[:, 0].std())} ({v[:, 1].mean():.2f})"
-                if len(v)
-                else "pending"
-            )
-        rows.append(row)
+    stats = alpha_ratio_stats(runs)
+    alphas = sorted({a for _, a in stats})
+    rows = [
+        [f"{a:g}"]
+        + [
+            f"{pm(*stats[(r, a)][:2])} ({stats[(r, a)][2]:.2f})" if (r, a) in stats else "pending"
+            for r in FIG5_RATIOS
+        ]
+        for a in alphas
+    ]
+    best = {}
     for ratio in FIG5_RATIOS:
-        cells = {a: np.mean(by[(ratio, a)], axis=0) for a in alphas if (ratio, a) in by}
+        cells = {a: v for (r, a), v in stats.items() if r == ratio}
         if cells:
-            best[ratio] = tuple(min(cells, key=lambda a: cells[a][i]) for i in (0, 1))
+            best[ratio] = tuple(min(cells, key=lambda a: cells[a][i]) for i in (0, 2))
     return rows, best
+
+
+def _where(ratios, holds, what) -> str:
+    """Say where a claim judged per train ratio holds ("holds at 0.1, not at 0.05")."""
+    yes = [f"{r:g}" for r in ratios if holds(r)]
+    no = [f"{r:g}" for r in ratios if not holds(r)]
+    if not ratios:
+        return f"{what}: pending"
+    said = f"{what} holds at train ratio {', '.join(yes)}" if yes else f"{what} holds nowhere"
+    return said + (f", not at {', '.join(no)}" if yes and no else "")
+
+
+def _fig5_verdict(runs, best) -> str:
+    """Fig. 4's claim on our runs, both halves, under the paper's (best-epoch) protocol."""
+    stats = alpha_ratio_stats(runs)
+    ratios = sorted(best)
+    spreads = [np.ptp([v[2] for (q, a), v in stats.items() if q == r and a <= 100]) for r in ratios]
+    stds = [v[3] for v in stats.values()]
+    gaps = [stats[(r, 1000.0)][2] - min(v[2] for (q, _), v in stats.items() if q == r)
+            for r in ratios if (r, 1000.0) in stats]  # fmt: skip
+    text = (
+        "The paper's two halves on our runs (best epoch, its protocol): α = 100 best with "
+        + _where([r for r in ratios if r <= 0.1], lambda r: best[r][1] == 100, "little data")
+        + "; an α below 100 best with "
+        + _where([r for r in ratios if r >= 0.2], lambda r: best[r][1] < 100, "more data")
+        + ". "
+        + ("Neither is resolved by three seeds: " if max(spreads) < min(stds) else "")
+        + f"at each ratio the best-epoch errors of α = 0.1 to 100 lie within "
+        f"{max(spreads):.2f} points of each other; the std over seeds of a cell's best-epoch "
+        f"error is {min(stds):.2f} to {max(stds):.2f} points."
+    )
+    if gaps:
+        text += (
+            " Only α = 1000 stands apart: worse than the best α by "
+            + ", ".join(f"{g:.2f}" for g in gaps)
+            + " points at train ratios "
+            + ", ".join(f"{r:g}" for r in ratios if (r, 1000.0) in stats)
+            + (
+                ", a gap that shrinks as the clients have more data."
+                if np.all(np.diff(gaps) < 0)
+                else "."
+            )
+        )
+    if all(f <= 1 for f, _ in best.values()):
+        text += (
+            " At the final epoch α ≤ 1, which keeps CIFAR-10's class-sharded clients apart, is "
+            "best at every ratio."
+        )
+    return text
 
 
 def _fig5_section(out_dir) -> str:
@@ -149,21 +197,22 @@ def _fig5_section(out_dir) -> str:
         to_markdown(header, rows),
         "",
         f"Lowest error: {said}.",
+        "",
+        _fig5_verdict(runs, best),
     ]
-    little = [r for r in best if r <= 0.1]
-    if little:
-        holds = [r for r in little if best[r][1] == 100]
-        text[-1] += (
-            f" The paper's α = 100 at little data holds under its protocol at train ratio "
-            f"{', '.join(map(str, holds)) or 'none'} of {', '.join(map(str, little))}"
-        )
-        if all(best[r][0] < 100 for r in little):
-            text[-1] += (
-                "; at the final epoch a smaller α, which keeps CIFAR-10's non-IID clients "
-                "apart, is best"
-            )
-        text[-1] += "."
     return "\n".join(text)
+
+
+def _size_verdict(n, ks, errors, utilities) -> str:
+    k_err, k_util = ks[int(np.argmin(errors))], ks[int(np.argmax(utilities))]
+    ends = [f"{e:.2f} at K = {k}" for k, e in ((ks[0], errors[0]), (ks[-1], errors[-1]))
+            if k != k_err]  # fmt: skip
+    return (
+        f"N = {n}: lowest error at K = {k_err} ({min(errors):.2f})"
+        + (f", against {' and '.join(ends)}" if ends else "")
+        + f"; highest total utility at K = {k_util}"
+        + (" (it rises at every step of K)." if np.all(np.diff(utilities) > 0) else ".")
+    )
 
 
 def _fixed_k_section(out_dir, grid, title, paper_k=None) -> str:
@@ -174,24 +223,21 @@ def _fixed_k_section(out_dir, grid, title, paper_k=None) -> str:
     text += [
         "",
         "HCCT with the number of groups K fixed: mean test error (%) at the final epoch and "
-        "total utility at the final epoch, seed means.",
+        "total utility at the final epoch, seed means; pending K are not run yet.",
     ]
+    plan = planned_ks(grid)
     for n, (ks, errors, utilities) in fixed_k_summary(runs).items():
-        triples = zip(ks, errors, utilities, strict=True)
-        rows = [[str(k), f"{e:.2f}", f"{u:.2f}"] for k, e, u in triples]
-        k_err, k_util = ks[int(np.argmin(errors))], ks[int(np.argmax(utilities))]
-        text += [
-            "",
-            f"N = {n}:",
-            "",
-            to_markdown(["K", "error", "total utility"], rows),
-            "",
-            f"N = {n}: lowest error at K = {k_err} ({min(errors):.2f}), against "
-            f"{errors[0]:.2f} at K = {ks[0]} and {errors[-1]:.2f} at K = {ks[-1]}; highest "
-            f"total utility at K = {k_util}"
-            + (" (it rises at every step of K)." if np.all(np.diff(utilities) > 0) else "."),
-        ]
+        have = dict(zip(ks, zip(errors, utilities, strict=True), strict=True))
+        rows = [[str(k)] + ([f"{v:.2f}" for v in have[k]] if k in have else ["pending"] * 2)
+                for k in plan[n]]  # fmt: skip
+        text += ["", f"N = {n}:", "", to_markdown(["K", "error", "total utility"], rows), ""]
+        missing = [k for k in plan[n] if k not in have]
+        if missing:
+            text.append(f"N = {n}: K = {', '.join(map(str, missing))} pending; no verdict yet.")
+            continue
+        text.append(_size_verdict(n, ks, errors, utilities))
         if paper_k is not None:
+            k_err, k_util = ks[int(np.argmin(errors))], ks[int(np.argmax(utilities))]
             text[-1] += (
                 f" The paper's optimum at K = {paper_k} "
                 + ("holds" if k_err == paper_k == k_util else "does not hold")
@@ -199,7 +245,28 @@ def _fixed_k_section(out_dir, grid, title, paper_k=None) -> str:
                 "term is small beside the cosine term, and smaller groups have larger "
                 "cosines (a singleton's is 1), so total utility favours many groups."
             )
+    if grid == "k-vs-n-digit":
+        text += ["", _k_vs_n_verdict(runs)]
     return "\n".join(text)
+
+
+def _k_vs_n_verdict(runs) -> str:
+    summary = fixed_k_summary(runs)
+    done = complete_sizes(summary, "k-vs-n-digit")
+    if not done:
+        return "The paper's claim: no N has every K yet."
+    beats = {n: min(e for k, e in zip(*summary[n][:2], strict=True) if 1 < k < n) < summary[n][1][0]
+             for n in done}  # fmt: skip
+    yes = [n for n in done if beats[n]]
+    no = [n for n in done if not beats[n]]
+    pending = [n for n in planned_ks("k-vs-n-digit") if n not in done]
+    return (
+        "The paper's claim (a limited number of groups, 1 < K < N, beats one global "
+        "federation, K = 1): "
+        + (f"holds at N = {', '.join(map(str, yes))}" if yes else "holds at no complete N")
+        + (f"; does not at N = {', '.join(map(str, no))}" if no else "")
+        + (f"; N = {', '.join(map(str, pending))} pending." if pending else ".")
+    )
 
 
 def figure_sections(out_dir: str) -> list:

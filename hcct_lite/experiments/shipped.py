@@ -31,13 +31,9 @@ __all__ = [
     "motivating_results",
     "scheme_runs",
     "domain_cosines",
-    "incoming_curves",
-    "alpha_ratio_errors",
-    "fixed_k_summary",
     "best_epoch_means",
     "worst_client",
     "scheme_claims",
-    "figure_claims",
     "ablation_summary",
 ]
 
@@ -185,51 +181,6 @@ def domain_cosines(cosines, domains) -> tuple:
     return (float(pick.mean()) if pick.size else float("nan")), float(cos[~same].mean())
 
 
-def incoming_curves(runs) -> dict:
-    """Fig. 3 from run files: ``"<n> new per <k> epochs" -> (epochs,)`` seed-mean error."""
-    by = {}
-    for r in runs:
-        c = r["config"]
-        key = f"{c['new_clients']} new per {c['join_every']} epochs"
-        by.setdefault(key, []).append([h["mean_test_error"] for h in r["history"]])
-    return {k: np.mean(v, axis=0).tolist() for k, v in sorted(by.items())}
-
-
-def fig4_incumbents(runs) -> dict:
-    """Fig. 3: ``new clients per period -> `` the initial clients' final mean error, over seeds."""
-    by = {}
-    for r in runs:
-        n0 = r["config"]["initial_clients"]
-        errs = r["history"][-1]["client_test_error"][:n0]
-        by.setdefault(r["config"]["new_clients"], []).append(np.mean(errs))
-    return {k: float(np.mean(v)) for k, v in sorted(by.items())}
-
-
-def alpha_ratio_errors(runs) -> dict:
-    """Fig. 4 from run files: ``(train_ratio, alpha) -> final mean error`` over seeds."""
-    by = {}
-    for r in runs:
-        c = r["config"]
-        by.setdefault((c["train_ratio"], c["alpha"]), []).append(r["final"]["mean"])
-    return {k: float(np.mean(v)) for k, v in sorted(by.items())}
-
-
-def fixed_k_summary(runs) -> dict:
-    """Figs. 5/6 from run files: ``N -> (ks, errors, utilities)``, seed means, K ascending."""
-    by = {}
-    for r in runs:
-        c = r["config"]
-        utility = [h["total_utility"] for h in r["history"] if "total_utility" in h][-1]
-        entry = by.setdefault(c["n_clients"], {}).setdefault(c["fixed_groups"], [])
-        entry.append((r["final"]["mean"], utility))
-    out = {}
-    for n, ks in sorted(by.items()):
-        order = sorted(ks)
-        means = [np.mean(ks[k], axis=0) for k in order]
-        out[n] = (order, [float(m[0]) for m in means], [float(m[1]) for m in means])
-    return out
-
-
 def best_epoch_means(runs) -> dict:
     """``scheme -> `` mean over seeds of the best-epoch mean error (the paper's protocol)."""
     return {s: v[1][0] for s, v in by_scheme(runs).items()}
@@ -273,47 +224,6 @@ def scheme_claims(runs, task: str) -> dict:
             < min(m["independent"], m["global"]),
         }
     raise ValueError(f"no claims for task {task!r}")
-
-
-def figure_claims(runs, grid: str) -> dict:
-    """The notebook's claims about one figure grid of the paper, each True or False.
-
-    Parameters
-    ----------
-    runs : list of result dicts of ``grid`` (seeds as in :func:`complete_seeds`)
-    grid : ``"incoming-cifar10"``, ``"alpha-cifar10"`` or ``"fixed-k-digit"``
-    """
-    if grid == "incoming-cifar10":
-        finals = [curve[-1] for _, curve in sorted(incoming_curves(runs).items())]
-        spread = np.ptp(list(fig4_incumbents(runs).values()))
-        return {
-            "Fig. 3: more arrivals end lower (the paper)": bool(np.all(np.diff(finals) < 0)),
-            "Fig. 3: the first clients end within 1 point whatever the arrivals": bool(spread < 1),
-        }
-    if grid == "alpha-cifar10":
-        errors = alpha_ratio_errors(runs)
-        little = {r for r, _ in errors if r <= 0.1}
-        best = {r: min((e, a) for (q, a), e in errors.items() if q == r)[1] for r in little}
-        return {
-            "Fig. 4: at train ratio <= 0.1 the final error is lowest at alpha <= 1": bool(best)
-            and all(a <= 1 for a in best.values()),
-            "Fig. 4: alpha = 100 is best at little data (the paper)": bool(best)
-            and all(a == 100 for a in best.values()),
-        }
-    if grid == "fixed-k-digit":
-        ((n, (ks, errors, utilities)),) = fixed_k_summary(runs).items()
-        k_best = ks[int(np.argmin(errors))]
-        return {
-            "Fig. 5: some 1 < K < N beats both K = 1 and K = N": 1 < k_best < ks[-1],
-            "Fig. 5: the lowest error is at K = 10 (the paper)": k_best == 10,
-            "Fig. 5: the total utility rises with K, to its highest at K = N": bool(
-                np.all(np.diff(utilities) > 0) and ks[-1] == n
-            ),
-            "Fig. 5: the lowest error is at a small K (at most N/4), not at maximum utility": (
-                k_best <= n / 4 and k_best != ks[int(np.argmax(utilities))]
-            ),
-        }
-    raise ValueError(f"no claims for grid {grid!r}")
 
 
 def ablation_summary(runs, seed: int | None = None) -> dict:

@@ -78,7 +78,7 @@ def plot_alpha_ratio(errors: dict, ax=None):
     ax.set_xticks(values, [f"{a:g}" for a in values])  # every alpha labelled, 0.1 included
     ax.minorticks_off()
     ax.set_xlabel("alpha")
-    ax.set_ylabel("mean test error (%)")
+    ax.set_ylabel("final mean test error (%)")
     ax.legend()
     return ax
 
@@ -96,17 +96,25 @@ def plot_fixed_k(ks, errors, utilities=None, ax=None):
     return ax
 
 
-def plot_fixed_k_by_size(summary: dict, ax=None):
+def plot_fixed_k_by_size(summary: dict, ax=None, partial=()):
     """Fig. 6: mean test error against the fixed K, one line per federation size N.
 
     ``summary``: ``N -> (ks, errors, utilities)``, as from
-    :func:`hcct_lite.experiments.shipped.fixed_k_summary`.
+    :func:`hcct_lite.experiments.figure_checks.fixed_k_summary`. ``partial``: the N whose
+    K are not all run yet, drawn dashed and labelled so. K is on a log axis, every K
+    labelled, so that K = 1, 2, 5 stay apart beside K = 50.
     """
     ax = axes(ax)
     for n, (ks, errors, _) in sorted(summary.items()):
-        ax.plot(ks, errors, marker="o", label=f"N = {n}")
+        part = n in partial
+        label = f"N = {n}" + (" (some K pending)" if part else "")
+        ax.plot(ks, errors, marker="o", linestyle="--" if part else "-", label=label)
+    values = sorted({k for ks, _, _ in summary.values() for k in ks})
+    ax.set_xscale("log")
+    ax.set_xticks(values, [str(k) for k in values])
+    ax.minorticks_off()
     ax.set_xlabel("number of groups K")
-    ax.set_ylabel("mean test error (%)")
+    ax.set_ylabel("final mean test error (%)")
     ax.legend()
     return ax
 

@@ -1,0 +1,185 @@
+"""The paper's Figs. 3-6 read from run files: per-cell statistics and checked claims.
+
+The notebooks draw these figures and print :func:`figure_claims`, each claim True or False
+on the runs given; the report (:mod:`~hcct_lite.experiments.report_figures`) words its
+verdicts from the same numbers. A fixed-K grid may be partly shipped: :func:`planned_ks`
+says which K each federation size N should have, and only sizes with every K are judged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .paper_grids import grid_jobs
+
+__all__ = [
+    "incoming_curves",
+    "fig4_incumbents",
+    "alpha_ratio_errors",
+    "alpha_ratio_stats",
+    "fixed_k_summary",
+    "planned_ks",
+    "complete_sizes",
+    "figure_claims",
+]
+
+
+def incoming_curves(runs) -> dict:
+    """Fig. 3 from run files: ``"<n> new per <k> epochs" -> (epochs,)`` seed-mean error."""
+    by = {}
+    for r in runs:
+        c = r["config"]
+        key = f"{c['new_clients']} new per {c['join_every']} epochs"
+        by.setdefault(key, []).append([h["mean_test_error"] for h in r["history"]])
+    return {k: np.mean(v, axis=0).tolist() for k, v in sorted(by.items())}
+
+
+def fig4_incumbents(runs) -> dict:
+    """Fig. 3: ``new clients per period -> `` the initial clients' final mean error, over seeds."""
+    by = {}
+    for r in runs:
+        n0 = r["config"]["initial_clients"]
+        errs = r["history"][-1]["client_test_error"][:n0]
+        by.setdefault(r["config"]["new_clients"], []).append(np.mean(errs))
+    return {k: float(np.mean(v)) for k, v in sorted(by.items())}
+
+
+def alpha_ratio_stats(runs) -> dict:
+    """Fig. 4 per cell: ``(train_ratio, alpha) -> (4,)`` array over seeds.
+
+    The four numbers are the final-epoch mean error's mean and std over seeds, then the
+    best-epoch mean error's (the paper's protocol) mean and std; cells sorted.
+    """
+    by = {}
+    for r in runs:
+        c, f = r["config"], r["final"]
+        by.setdefault((c["train_ratio"], c["alpha"]), []).append(
+            (f["mean"], f["best_over_epochs"]["mean"])
+        )
+    out = {}
+    for key, values in sorted(by.items()):
+        v = np.asarray(values, dtype=float)
+        out[key] = np.array([v[:, 0].mean(), v[:, 0].std(), v[:, 1].mean(), v[:, 1].std()])
+    return out
+
+
+def alpha_ratio_errors(runs) -> dict:
+    """Fig. 4 from run files: ``(train_ratio, alpha) -> final mean error`` over seeds."""
+    by = {}
+    for r in runs:
+        c = r["config"]
+        by.setdefault((c["train_ratio"], c["alpha"]), []).append(r["final"]["mean"])
+    return {k: float(np.mean(v)) for k, v in sorted(by.items())}
+
+
+def fixed_k_summary(runs) -> dict:
+    """Figs. 5/6 from run files: ``N -> (ks, errors, utilities)``, seed means, K ascending."""
+    by = {}
+    for r in runs:
+        c = r["config"]
+        utility = [h["total_utility"] for h in r["history"] if "total_utility" in h][-1]
+        entry = by.setdefault(c["n_clients"], {}).setdefault(c["fixed_groups"], [])
+        entry.append((r["final"]["mean"], utility))
+    out = {}
+    for n, ks in sorted(by.items()):
+        order = sorted(ks)
+        means = [np.mean(ks[k], axis=0) for k in order]
+        out[n] = (order, [float(m[0]) for m in means], [float(m[1]) for m in means])
+    return out
+
+
+def planned_ks(grid: str) -> dict:
+    """``N -> sorted K`` that the paper grid ``grid`` (a fixed-K grid) runs."""
+    out = {}
+    for job in grid_jobs([grid]):
+        kw = job.overrides
+        out.setdefault(kw["n_clients"], set()).add(kw["fixed_groups"])
+    return {n: sorted(ks) for n, ks in sorted(out.items())}
+
+
+def complete_sizes(summary: dict, grid: str) -> list:
+    """The N of ``summary`` (from :func:`fixed_k_summary`) that have every K ``grid`` plans."""
+    plan = planned_ks(grid)
+    return [n for n, (ks, _, _) in summary.items() if list(ks) == plan.get(n)]
+
+
+def _alpha_claims(runs) -> dict:
+    stats = alpha_ratio_stats(runs)
+    ratios = sorted({r for r, _ in stats})
+
+    def best(r, col):  # the alpha with the lowest error at ratio r (col 0 final, 2 best)
+        return min((v[col], a) for (q, a), v in stats.items() if q == r)[1]
+
+    def small_alphas_close(r):  # best-epoch spread of alpha <= 100 below every seed std
+        cells = [v for (q, a), v in stats.items() if q == r and a <= 100]
+        return np.ptp([v[2] for v in cells]) < min(v[3] for v in cells)
+
+    little, more = [r for r in ratios if r <= 0.1], [r for r in ratios if r >= 0.2]
+    return {
+        "Fig. 4: at every train ratio the final error is lowest at alpha <= 1": bool(ratios)
+        and all(best(r, 0) <= 1 for r in ratios),
+        "Fig. 4: alpha = 100 is best at little data (the paper; best epoch, ratio <= 0.1)": bool(
+            little
+        )
+        and all(best(r, 2) == 100 for r in little),
+        "Fig. 4: with more data an alpha below 100 is best (the paper; best epoch, ratio >= 0.2)": (
+            bool(more) and all(best(r, 2) < 100 for r in more)
+        ),
+        "Fig. 4: best epoch: alphas 0.1 to 100 differ by less than the seed std at every ratio": (
+            bool(ratios) and all(small_alphas_close(r) for r in ratios)
+        ),
+    }
+
+
+def _fixed_k_claims(runs) -> dict:
+    ((n, (ks, errors, utilities)),) = fixed_k_summary(runs).items()
+    k_best = ks[int(np.argmin(errors))]
+    return {
+        "Fig. 5: some 1 < K < N beats both K = 1 and K = N": 1 < k_best < ks[-1],
+        "Fig. 5: the lowest error is at K = 10 (the paper)": k_best == 10,
+        "Fig. 5: the total utility rises with K, to its highest at K = N": bool(
+            np.all(np.diff(utilities) > 0) and ks[-1] == n
+        ),
+        "Fig. 5: the lowest error is at a small K (at most N/4), not at maximum utility": (
+            k_best <= n / 4 and k_best != ks[int(np.argmax(utilities))]
+        ),
+    }
+
+
+def _k_vs_n_claims(runs) -> dict:
+    summary = fixed_k_summary(runs)
+    done = [summary[n] for n in complete_sizes(summary, "k-vs-n-digit")]
+    limited = [min(e for k, e in zip(ks, errs, strict=True) if 1 < k < ks[-1]) < errs[0]
+               for ks, errs, _ in done]  # fmt: skip
+    return {
+        "Fig. 6: at every complete N some 1 < K < N beats K = 1 (the paper)": bool(done)
+        and all(limited),
+        "Fig. 6: at every complete N, K = N (every client alone) has the highest error": bool(done)
+        and all(int(np.argmax(errs)) == len(ks) - 1 for ks, errs, _ in done),
+    }
+
+
+def figure_claims(runs, grid: str) -> dict:
+    """The notebook's claims about one figure grid of the paper, each True or False.
+
+    Parameters
+    ----------
+    runs : list of result dicts of ``grid`` (seeds as in
+        :func:`~hcct_lite.experiments.report_tables.complete_seeds`)
+    grid : ``"incoming-cifar10"``, ``"alpha-cifar10"``, ``"fixed-k-digit"`` or
+        ``"k-vs-n-digit"`` (judged on the N that have every planned K)
+    """
+    if grid == "incoming-cifar10":
+        finals = [curve[-1] for _, curve in sorted(incoming_curves(runs).items())]
+        spread = np.ptp(list(fig4_incumbents(runs).values()))
+        return {
+            "Fig. 3: more arrivals end lower (the paper)": bool(np.all(np.diff(finals) < 0)),
+            "Fig. 3: the first clients end within 1 point whatever the arrivals": bool(spread < 1),
+        }
+    if grid == "alpha-cifar10":
+        return _alpha_claims(runs)
+    if grid == "fixed-k-digit":
+        return _fixed_k_claims(runs)
+    if grid == "k-vs-n-digit":
+        return _k_vs_n_claims(runs)
+    raise ValueError(f"no claims for grid {grid!r}")
