@@ -6,14 +6,14 @@ of :mod:`hcct_lite.experiments.shipped`; the same path is tested here.
 
 import numpy as np
 
-from hcct_lite.experiments.results import read_results
-from hcct_lite.experiments.runner import Job, job_path, run_jobs
-from hcct_lite.experiments.shipped import (
-    ablation_summary,
+from hcct_lite.experiments.figure_checks import (
     alpha_ratio_errors,
     fixed_k_summary,
     incoming_curves,
 )
+from hcct_lite.experiments.results import read_results
+from hcct_lite.experiments.runner import Job, job_path, run_jobs
+from hcct_lite.experiments.shipped import ablation_summary
 
 
 def _runs(tmp_path, variants, **common):
