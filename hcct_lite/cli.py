@@ -53,6 +53,12 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="epoch 0 is one FedAvg round for every client (the authors' code)",
     )
+    p.add_argument(
+        "--norm-limit",
+        type=float,
+        help="reject a reply whose update is longer than this many times the round's median "
+        "update norm (default 10; 0 turns the rule off)",
+    )
     p.add_argument("--initial-clients", type=int, help="incoming clients: clients at epoch 0")
     p.add_argument("--new-clients", type=int, help="incoming clients: new ones every 10 epochs")
     p.add_argument("--data-root", help="torchvision data root (default ~/.cache/hcct_lite)")

@@ -80,6 +80,7 @@ def test_older_code_is_reused_only_when_asked_and_then_named(done):
     foreign = copy.deepcopy(first)
     foreign["provenance"]["code_fingerprint"] = "beef"
     foreign["final"]["mean"] = 1.25  # a different number shows which file was used
+    del foreign["config"]["norm_limit"]  # a setting the older code did not have
     path.write_text(json.dumps(foreign))
     logged = []
     (reused,) = run_grid(

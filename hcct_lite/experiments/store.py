@@ -127,7 +127,8 @@ def reuse_problem(path: str, cfg, allow_older: bool = False) -> str | None:
 
     ``"missing"``; an unreadable or incomplete file (:func:`result_problem`, named); the
     first setting whose stored value differs from ``cfg``'s (device and data location are
-    not compared); or a result written by other code (its ``code_fingerprint`` differs from
+    not compared, nor settings older code did not record); or a result written by other
+    code (its ``code_fingerprint`` differs from
     :func:`~hcct_lite.training.provenance.compute_fingerprint`), unless ``allow_older``.
 
     Raises
@@ -149,6 +150,8 @@ def reuse_problem(path: str, cfg, allow_older: bool = False) -> str | None:
         return f"not a complete result ({problem})"
     want, have = cfg.to_dict(), stored["config"]
     for key in sorted(set(want) | set(have)):
+        if key not in have:
+            continue  # a setting older code did not have: the fingerprint check decides
         if key not in _NOT_COMPARED and have.get(key) != want.get(key):
             return f"its {key} is {have.get(key)!r}, the grid asks for {want.get(key)!r}"
     if not allow_older:

@@ -190,7 +190,10 @@ class GroupScheme(Scheme):
             groups = self.groups(t, server)
         start = {}
         for g in groups:
-            model = weighted_average([server.states[i] for i in g], server.sizes[g])
+            # a member missing last epoch holds a stale model: it receives the group's
+            # model but does not pull it back (all missing: their own average)
+            present = [i for i in g if i not in server.absent] or g
+            model = weighted_average([server.states[i] for i in present], server.sizes[present])
             for i in g:
                 start[i] = self._personal(model, server.states[i], server.head)
         return Plan(start, groups, dict(self.info))

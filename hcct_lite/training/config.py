@@ -56,6 +56,9 @@ class RunConfig:
     authors_round0: bool = False
     partition: list | None = None  # the "fixed" scheme's groups, e.g. [[0, 1], [2]]
     record_cosines: bool = False  # store each epoch's pairwise update cosines in the history
+    # robust norm rule: a reply whose update is longer than norm_limit x the round's median
+    # update norm is rejected before any scheme uses it (0 turns the rule off)
+    norm_limit: float = 10.0
     initial_clients: int | None = None  # incoming clients (Fig. 3): clients at epoch 0
     new_clients: int = 0  # ... and this many join every `join_every` epochs
     join_every: int = 10
@@ -155,6 +158,11 @@ def validate_config(cfg: RunConfig) -> None:
         cfg.lr >= MIN_LR,
         f"lr {cfg.lr} is too small: float32 weights would not change and every update would "
         f"be zero; use lr >= {MIN_LR}",
+    )
+    need(
+        np.isfinite(cfg.norm_limit) and (cfg.norm_limit == 0 or cfg.norm_limit >= 2),
+        f"norm_limit must be 0 (off) or a factor >= 2 (below 2, half of an even round could "
+        f"be rejected); got {cfg.norm_limit}",
     )
     need(0 < cfg.lr_decay <= 1, f"lr_decay must be in (0, 1]; got {cfg.lr_decay}")
     need(0 < cfg.train_ratio < 1, f"train_ratio must be in (0, 1); got {cfg.train_ratio}")

@@ -162,8 +162,9 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         ``best_over_epochs``: each client's lowest error over all epochs, selected on the
         test split as the authors' code reports it), ``status`` (``{"state": "complete"}``, or
         ``"stopped"`` with the ``epoch`` and ``reason``), ``rejected`` (replies refused:
-        ``{client, epoch, reason}``), ``provenance`` (code, versions, device, torch threads
-        and CPU kernels: :func:`hcct_lite.training.provenance.provenance`) and ``timing``
+        ``{client, epoch, reason}``, the norm rule's too), ``provenance``
+        (code, versions, device, torch threads and CPU kernels:
+        :func:`hcct_lite.training.provenance.provenance`) and ``timing``
         (``seconds``, ``epoch_seconds``: the only wall-clock values, so the same command
         gives the same JSON outside it).
     """
@@ -174,7 +175,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         backend = LocalBackend(
             cfg, build_clients(cfg) if clients is None else clients, model, device
         )
-    screen = ReplyScreen(backend.sizes)
+    screen = ReplyScreen(backend.sizes, cfg.norm_limit)
     server = ServerView(
         sizes=np.asarray(backend.sizes, dtype=np.int64),
         init_state=clone_state(model.state_dict()),
@@ -182,7 +183,8 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         trainable=[k for k, _ in model.named_parameters()],
         probe=screen.probe(backend.probe),
         fresh_state=lambda k: clone_state(init_model(cfg, k, device).state_dict()),
-        train=backend.train,
+        # MAXFL's reference rounds go through the same screen as the epochs' training
+        train=lambda starts, lr, epoch: screen.train(backend.train(starts, lr, epoch), starts),
     )
     scheme = make_scheme(cfg.scheme, cfg)
     scheme.setup(server)

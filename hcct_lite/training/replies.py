@@ -14,9 +14,18 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-__all__ = ["Rejected", "ReplyScreen", "state_problem", "train_problem", "update_problem"]
+__all__ = [
+    "Rejected",
+    "ReplyScreen",
+    "state_problem",
+    "train_problem",
+    "update_problem",
+    "update_norm",
+    "norm_outliers",
+]
 
 log = logging.getLogger("hcct_lite")
 
@@ -115,12 +124,34 @@ def train_problem(result, start: Mapping, declared: int) -> str | None:
     return None
 
 
+def update_norm(update) -> float:
+    """The Euclidean norm of an update (name -> tensor), in float64 (1e37 entries square)."""
+    flat = getattr(update, "flat", None)
+    values = [flat] if isinstance(flat, torch.Tensor) else list(update.values())
+    return math.sqrt(sum(float(v.double().pow(2).sum()) for v in values))
+
+
+def norm_outliers(norms: dict, limit: float) -> list:
+    """The keys of ``norms`` whose value exceeds ``limit`` times their median.
+
+    With ``limit >= 2`` fewer than half of the keys can be outliers: every outlier lies
+    above the median, and in an even round the upper middle value cannot exceed twice the
+    mean of the two middle values.
+    """
+    median = float(np.median(list(norms.values())))
+    return [i for i, norm in norms.items() if norm > limit * median]
+
+
 class ReplyScreen:
     """Checks a run's replies and keeps the rejections.
 
     Parameters
     ----------
     sizes : (N,) samples each silo declared at enrolment
+    norm_limit : the robust norm rule's factor (0: off). After the per-reply checks, a
+        reply whose update is longer than ``norm_limit`` times the median norm of the
+        round's accepted updates is rejected too. The median is the round's, so fewer than
+        half of the replies can ever be rejected by the rule: never the honest majority's.
 
     Attributes
     ----------
@@ -128,8 +159,9 @@ class ReplyScreen:
     epoch : the epoch being screened (the engine sets it)
     """
 
-    def __init__(self, sizes):
+    def __init__(self, sizes, norm_limit: float = 0.0):
         self.sizes = [int(s) for s in sizes]
+        self.norm_limit = float(norm_limit)
         self.rejected, self.epoch = [], 0
 
     def reject(self, client: int, reason: str) -> None:
@@ -138,7 +170,10 @@ class ReplyScreen:
         log.warning("epoch %d: reply of client %d rejected: %s", self.epoch, client, reason)
 
     def train(self, results: dict, starts: dict) -> dict:
-        """The training replies that are usable; the others are rejected (client missing)."""
+        """The training replies that are usable; the others are rejected (client missing).
+
+        Replies that pass the per-reply checks then pass the norm rule (``norm_limit``).
+        """
         ok = {}
         for i, r in results.items():
             if i not in starts:
@@ -149,7 +184,20 @@ class ReplyScreen:
                 self.reject(i, problem)
             else:
                 ok[i] = r
-        return ok
+        return self._norm_rule(ok) if self.norm_limit > 0 and ok else ok
+
+    def _norm_rule(self, results: dict) -> dict:
+        norms = {i: update_norm(r.update) for i, r in results.items()}
+        median = float(np.median(list(norms.values())))
+        for i in norm_outliers(norms, self.norm_limit):
+            ratio = f"{norms[i] / median:.3g} times" if median > 0 else "above 0, while"
+            self.reject(
+                i,
+                f"update norm {norms[i]:.3g} is {ratio} the round's median {median:.3g} "
+                f"(norm rule: at most {self.norm_limit:g} times)",
+            )
+            del results[i]
+        return results
 
     def errors(self, tested: dict) -> dict:
         """Test errors (in %) that are finite and in [0, 100]; the others are rejected."""

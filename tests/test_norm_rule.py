@@ -1,0 +1,131 @@
+"""Finite but crafted updates: the robust norm rule, stale models, MAXFL's reference replies."""
+
+import dataclasses
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hcct_lite.schemes.base import ServerView
+from hcct_lite.schemes.baselines import Global
+from hcct_lite.training.config import make_config
+from hcct_lite.training.engine import LocalBackend, init_model, run_experiment
+from hcct_lite.training.local import LocalResult
+from hcct_lite.training.replies import Rejected, ReplyScreen, norm_outliers
+from hcct_lite.training.tasks import build_clients
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+from attack_table import AttackBackend  # noqa: E402
+
+START = {"w": torch.zeros(4)}
+
+
+def _reply(scale):
+    state = {"w": torch.full((4,), -0.1 * scale)}  # update (start - state) / 0.1 = scale
+    return LocalResult(state, {"w": torch.full((4,), float(scale))}, 40, 0.5, 0.9)
+
+
+def test_a_boosted_update_is_rejected_naming_its_ratio_to_the_median():
+    screen = ReplyScreen(sizes=[50] * 5, norm_limit=10.0)
+    replies = {0: _reply(1e6), 1: _reply(1.0), 2: _reply(1.2), 3: _reply(0.9), 4: _reply(1.1)}
+    ok = screen.train(replies, dict.fromkeys(replies, START))
+    assert sorted(ok) == [1, 2, 3, 4]
+    (rejection,) = screen.rejected
+    assert rejection["client"] == 0
+    assert "update norm 2e+06 is 9.09e+05 times the round's median 2.2" in rejection["reason"]
+    assert "norm rule: at most 10 times" in rejection["reason"]
+    assert ReplyScreen([50] * 5, norm_limit=0).train(replies, dict.fromkeys(replies, START))[0]
+
+
+def test_an_update_of_1e37_entries_is_measured_in_float64():
+    screen = ReplyScreen(sizes=[50] * 3, norm_limit=10.0)
+    replies = {0: _reply(1e37), 1: _reply(1.0), 2: _reply(1.0)}
+    assert sorted(screen.train(replies, dict.fromkeys(replies, START))) == [1, 2]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(0, 1e30, allow_nan=False), min_size=1, max_size=30),
+    st.floats(2, 100),
+)
+def test_the_rule_never_rejects_half_of_a_round(norms, limit):
+    outliers = norm_outliers(dict(enumerate(norms)), limit)
+    assert len(outliers) <= (len(norms) - 1) // 2
+
+
+def test_the_setting_is_validated_and_on_by_default():
+    assert make_config("rotated-digits", "global").norm_limit == 10.0
+    with pytest.raises(ValueError, match="norm_limit must be 0 \\(off\\) or a factor >= 2"):
+        make_config("rotated-digits", "global", norm_limit=1.5)
+    with pytest.raises(ValueError, match="norm_limit"):
+        make_config("rotated-digits", "global", norm_limit=math.inf)
+
+
+def test_a_member_missing_last_epoch_does_not_pull_its_group_back():
+    stale, fresh = {"w": torch.zeros(2)}, {"w": torch.ones(2)}
+    server = ServerView(
+        sizes=np.array([10, 10, 10]), init_state=stale, head=[], trainable=["w"],
+        probe=None, fresh_state=None, train=None,
+    )  # fmt: skip
+    server.active, server.absent = [0, 1, 2], {0}
+    server.states = {0: stale, 1: fresh, 2: fresh}
+    plan = Global().plan(1, server)
+    assert all(torch.equal(plan.start[i]["w"], fresh["w"]) for i in range(3))
+
+
+def _attacked(scheme, attack, norm_limit=10.0, epochs=4):
+    cfg = make_config("rotated-digits", scheme, 0, epochs=epochs, norm_limit=norm_limit)
+    model = init_model(cfg, 0, "cpu")
+    names = [k for k, _ in model.named_parameters()]
+    inner = LocalBackend(cfg, build_clients(cfg), model, "cpu")
+    return run_experiment(cfg, progress=False, backend=AttackBackend(inner, attack, names))
+
+
+class _Silent(AttackBackend):
+    def train(self, starts, lr, epoch):
+        out = self.inner.train(starts, lr, epoch)
+        out.pop(0, None)
+        return out
+
+
+@pytest.mark.parametrize("scheme", ["global", "fedfa", "hcct"])
+def test_a_rejected_booster_costs_the_honest_silos_what_a_silent_one_does(scheme):
+    attacked = _attacked(scheme, "boost")
+    assert [r["client"] for r in attacked["rejected"]] == [0] * 4
+    cfg = make_config("rotated-digits", scheme, 0, epochs=4)
+    model = init_model(cfg, 0, "cpu")
+    inner = LocalBackend(cfg, build_clients(cfg), model, "cpu")
+    silent = run_experiment(cfg, progress=False, backend=_Silent(inner, "clean", []))
+    honest = [h["client_test_error"][1:] for h in attacked["history"]]
+    assert honest == [h["client_test_error"][1:] for h in silent["history"]]
+    unguarded = _attacked(scheme, "boost", norm_limit=0)
+    assert unguarded["rejected"] == [] and unguarded["history"] != attacked["history"]
+
+
+class _BadReferences(AttackBackend):
+    """MAXFL's reference rounds (negative epochs): client 1 unreadable, client 2 NaN."""
+
+    def train(self, starts, lr, epoch):
+        out = self.inner.train(starts, lr, epoch)
+        if epoch < 0 and 1 in out:
+            out[1] = Rejected("unreadable training reply: the reply has no model record")
+        if epoch < 0 and 2 in out:
+            nan = {k: torch.full_like(v, math.nan) for k, v in out[2].state.items()}
+            out[2] = dataclasses.replace(out[2], state=nan)
+        return out
+
+
+def test_maxfl_reference_replies_pass_the_same_screen():
+    cfg = make_config("rotated-digits", "maxfl", 0, epochs=2, maxfl_reference_epochs=2)
+    inner = LocalBackend(cfg, build_clients(cfg), init_model(cfg, 0, "cpu"), "cpu")
+    r = run_experiment(cfg, progress=False, backend=_BadReferences(inner, "clean", []))
+    assert r["status"] == {"state": "complete"}
+    reasons = {(x["client"], x["reason"].split(":")[0]) for x in r["rejected"]}
+    assert (1, "unreadable training reply") in reasons
+    assert any(c == 2 and "non-finite" in why for c, why in reasons)
+    assert all(e is not None for e in r["final"]["client_test_error"])
