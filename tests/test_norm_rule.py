@@ -93,7 +93,7 @@ class _Silent(AttackBackend):
         return out
 
 
-@pytest.mark.parametrize("scheme", ["global", "fedfa", "hcct"])
+@pytest.mark.parametrize("scheme", ["global", "fedfa"])
 def test_a_rejected_booster_costs_the_honest_silos_what_a_silent_one_does(scheme):
     attacked = _attacked(scheme, "boost")
     assert [r["client"] for r in attacked["rejected"]] == [0] * 4
@@ -105,6 +105,28 @@ def test_a_rejected_booster_costs_the_honest_silos_what_a_silent_one_does(scheme
     assert honest == [h["client_test_error"][1:] for h in silent["history"]]
     unguarded = _attacked(scheme, "boost", norm_limit=0)
     assert unguarded["rejected"] == [] and unguarded["history"] != attacked["history"]
+
+
+def _averaged(history) -> bool:
+    """Whether client 0 shared a group with another client in some epoch."""
+    return any(0 not in h["missing"] and [0] not in h["groups"] for h in history)
+
+
+# HCCT keeps the booster alone by itself (its cosine to anyone is small); IFCA does not
+@pytest.mark.parametrize(("scheme", "unguarded_joins"), [("hcct", False), ("ifca", True)])
+def test_a_booster_is_never_averaged_with_an_honest_silo(scheme, unguarded_joins):
+    assert not _averaged(_attacked(scheme, "boost", epochs=6)["history"])
+    unguarded = _attacked(scheme, "boost", norm_limit=0, epochs=6)
+    assert _averaged(unguarded["history"]) is unguarded_joins
+
+
+def test_a_client_alone_is_never_rejected_by_the_rule():
+    screen = ReplyScreen(sizes=[50] * 5, norm_limit=10.0)
+    replies = {0: _reply(1e6), 1: _reply(1.0), 2: _reply(1.2), 3: _reply(0.9), 4: _reply(1.1)}
+    ok = screen.train(replies, dict.fromkeys(replies, START), [[0], [1, 2], [3, 4]])
+    assert sorted(ok) == [0, 1, 2, 3, 4] and screen.rejected == []
+    ok = screen.train(dict(replies), dict.fromkeys(replies, START), [[0, 1], [2], [3, 4]])
+    assert sorted(ok) == [1, 2, 3, 4]
 
 
 class _BadReferences(AttackBackend):

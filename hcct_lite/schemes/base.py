@@ -119,11 +119,11 @@ def weighted_average(states: list, weights) -> dict:
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 1 or len(w) != len(states) or not np.isfinite(w).all() or (w < 0).any():
         raise ValueError(f"weights must be {len(states)} finite numbers >= 0; got {weights}")
+    if len(states) == 1:  # any weight, 0 included (a silo that never enrolled)
+        return {k: v.clone() for k, v in states[0].items()}
     if w.sum() <= 0:
         raise ValueError("weights sum to 0")
     w = w / w.sum()
-    if len(states) == 1:
-        return {k: v.clone() for k, v in states[0].items()}
     out = {}
     for k, v0 in states[0].items():
         # Floating entries accumulate in their own dtype (float32 models: 14M-entry states

@@ -183,7 +183,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         trainable=[k for k, _ in model.named_parameters()],
         probe=screen.probe(backend.probe),
         fresh_state=lambda k: clone_state(init_model(cfg, k, device).state_dict()),
-        # MAXFL's reference rounds go through the same screen as the epochs' training
+        # MAXFL's reference rounds (each client alone) pass the same screen as the epochs
         train=lambda starts, lr, epoch: screen.train(backend.train(starts, lr, epoch), starts),
     )
     scheme = make_scheme(cfg.scheme, cfg)
@@ -251,7 +251,7 @@ def run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen) -> tuple
         server.states[i] = server.init_state
     lr = cfg.lr * cfg.lr_decay**t
     plan = scheme.plan(t, server)
-    results = screen.train(backend.train(plan.start, lr, t), plan.start)
+    results = screen.train(backend.train(plan.start, lr, t), plan.start, plan.groups)
     # missing: planned but silent or rejected, or left out of the plan for a probe
     missing = set(server.active) - set(results)
     plan = plan.without(missing)
