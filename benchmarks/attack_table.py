@@ -91,12 +91,12 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     logging.getLogger("hcct_lite").setLevel(logging.ERROR)  # the table says it all
-    print("| scheme | attack | rule off | rule on (norm_limit 10) |")
+    print("| scheme | attack | rule off | rule on (norm_limit 20) |")
     print("|---|---|---|---|")
     for scheme in args.schemes:
         for attack in ATTACKS:
             cells = []
-            for clip in (0.0, 10.0):
+            for clip in (0.0, 20.0):
                 runs = [honest_error(scheme, attack, clip, s) for s in args.seeds]
                 mean = np.mean([e for e, _ in runs])
                 stopped = sum(state != "complete" for _, state in runs)

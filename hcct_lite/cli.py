@@ -57,7 +57,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--norm-limit",
         type=float,
         help="reject a reply whose update is longer than this many times the round's median "
-        "update norm (default 10; 0 turns the rule off)",
+        "update norm (default 20; 0 turns the rule off)",
     )
     p.add_argument("--initial-clients", type=int, help="incoming clients: clients at epoch 0")
     p.add_argument("--new-clients", type=int, help="incoming clients: new ones every 10 epochs")

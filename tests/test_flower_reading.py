@@ -107,5 +107,6 @@ def test_discovery_waits_for_the_listed_silos_whatever_else_connects():
                 for n in contents}  # fmt: skip
 
     backend._round = enrol
-    node_of, sizes = backend._discover(wait=30.0)
+    node_of, sizes, unenrolled = backend._discover(wait=30.0)
     assert node_of == {0: 7, 1: 8} and sizes == {0: 40, 1: 40} and len(calls) >= 3
+    assert unenrolled == {}

@@ -59,7 +59,7 @@ def test_the_rule_never_rejects_half_of_a_round(norms, limit):
 
 
 def test_the_setting_is_validated_and_on_by_default():
-    assert make_config("rotated-digits", "global").norm_limit == 10.0
+    assert make_config("rotated-digits", "global").norm_limit == 20.0
     with pytest.raises(ValueError, match="norm_limit must be 0 \\(off\\) or a factor >= 2"):
         make_config("rotated-digits", "global", norm_limit=1.5)
     with pytest.raises(ValueError, match="norm_limit"):
@@ -78,7 +78,7 @@ def test_a_member_missing_last_epoch_does_not_pull_its_group_back():
     assert all(torch.equal(plan.start[i]["w"], fresh["w"]) for i in range(3))
 
 
-def _attacked(scheme, attack, norm_limit=10.0, epochs=4):
+def _attacked(scheme, attack, norm_limit=20.0, epochs=4):
     cfg = make_config("rotated-digits", scheme, 0, epochs=epochs, norm_limit=norm_limit)
     model = init_model(cfg, 0, "cpu")
     names = [k for k, _ in model.named_parameters()]

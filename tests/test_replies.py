@@ -230,16 +230,23 @@ def test_silos_are_known_by_their_authenticated_node_id():
     def enrol(i, n=40):
         return _reply(info={"partition-id": i, "num-examples": n})
 
-    # without silo-nodes: placed by the declared id; a second claimant stops the run
-    assert assign_silos({7: enrol(0), 8: enrol(1)}, 2) == ({0: 7, 1: 8}, {0: 40, 1: 40})
-    with pytest.raises(RuntimeError, match="nodes 7 and 9 both claim partition 0"):
-        assign_silos({7: enrol(0), 9: enrol(0), 8: enrol(1)}, 2)
+    # without silo-nodes: placed by the declared id; two claimants of one id are both refused
+    assert assign_silos({7: enrol(0), 8: enrol(1)}, 2) == ({0: 7, 1: 8}, {0: 40, 1: 40}, {})
+    node_of, _, unenrolled = assign_silos({7: enrol(0), 9: enrol(0), 8: enrol(1)}, 2)
+    assert node_of == {1: 8} and "nodes 7 and 9 both claim partition 0" in unenrolled[0]
     # with silo-nodes: an intruder claiming id 0 is left out, the silos are enrolled
-    node_of, _ = assign_silos({7: enrol(0), 9: enrol(0), 8: enrol(1)}, 2, [7, 8])
-    assert node_of == {0: 7, 1: 8}
-    # a listed node declaring another id is refused, and the error says why
-    with pytest.raises(RuntimeError, match=r"client\(s\) \[1\].*node 8: declares partition-id 0"):
-        assign_silos({7: enrol(0), 8: enrol(0)}, 2, [7, 8])
+    node_of, _, unenrolled = assign_silos({7: enrol(0), 9: enrol(0), 8: enrol(1)}, 2, [7, 8])
+    assert node_of == {0: 7, 1: 8} and unenrolled == {}
+    # a listed node declaring another id is refused: that client is missing, and why is said
+    node_of, _, unenrolled = assign_silos({7: enrol(0), 8: enrol(0)}, 2, [7, 8])
+    assert node_of == {0: 7}
+    assert unenrolled == {
+        1: "node 8 refused: declares partition-id 0, but silo-nodes makes it client 1"
+    }
+    _, _, unenrolled = assign_silos({7: enrol(0), 8: enrol(1, n=0)}, 2, [7, 8])
+    assert "node 8 refused: num-examples 0 is not a whole number" in unenrolled[1]
+    _, _, unenrolled = assign_silos({7: enrol(0)}, 2, connected=3)
+    assert unenrolled == {1: "no node enrolled as client 1 (3 node(s) connected)"}
     with pytest.raises(ValueError, match="silo-nodes lists 1 node"):
         assign_silos({7: enrol(0)}, 2, [7])
     assert _silo_nodes("") is None and _silo_nodes("12, 34 56") == [12, 34, 56]

@@ -25,7 +25,23 @@ from ..training.replies import Rejected
 from .common import config_from_run_config, config_to_text, to_record
 from .reading import enrolment, metric, training_result
 
-__all__ = ["FlowerBackend", "assign_silos", "make_server_app", "app"]
+__all__ = [
+    "FlowerBackend",
+    "assign_silos",
+    "run_on_grid",
+    "make_server_app",
+    "app",
+    "REPORTED_BY_SILOS",
+]
+
+# The result's numbers that only the silos can measure: the server records them as sent.
+REPORTED_BY_SILOS = [
+    "sizes",
+    "history[].client_test_error",
+    "history[].mean_test_error",
+    "history[].train_loss",
+    "final",
+]
 
 log = logging.getLogger("hcct_lite")
 
@@ -45,6 +61,11 @@ class FlowerBackend:
     silo_nodes : optional list of N node ids, client i = ``silo_nodes[i]``: silos are then
         known by the identity the SuperLink authenticated, not by the partition id they
         declare (see :func:`assign_silos`)
+
+    Attributes
+    ----------
+    unenrolled : dict client -> why it has no node (refused or silent enrolment); such a
+        client is missing from every round, it does not stop the run
     """
 
     def __init__(
@@ -66,10 +87,14 @@ class FlowerBackend:
             if cfg.update_includes_buffers
             else [k for k, _ in model.named_parameters()]
         )
-        self.node_of, sizes = self._discover(wait_nodes)
+        self.node_of, sizes, self.unenrolled = self._discover(wait_nodes)
         self.client_of = {n: i for i, n in self.node_of.items()}
-        self.sizes = np.array([sizes[i] for i in range(cfg.n_clients)], dtype=np.int64)
-        self.domains = [f"node {self.node_of[i]}" for i in range(cfg.n_clients)]
+        # a silo that never enrolled declares nothing (0) and is missing from every round
+        self.sizes = np.array([sizes.get(i, 0) for i in range(cfg.n_clients)], dtype=np.int64)
+        self.domains = [
+            f"node {self.node_of[i]}" if i in self.node_of else "not enrolled"
+            for i in range(cfg.n_clients)
+        ]
 
     def _discover(self, wait: float):
         deadline = time.monotonic() + wait
@@ -116,6 +141,7 @@ class FlowerBackend:
                 {"model": to_record(st), "config": ConfigRecord({"lr": lr, "epoch": epoch})}
             )
             for i, st in starts.items()
+            if i in self.node_of
         }
         replies = self._round(contents, "train", f"epoch-{epoch}")
         out = {}
@@ -136,6 +162,7 @@ class FlowerBackend:
                 {"model": to_record(st), "config": ConfigRecord({"split": split})}
             )
             for i, st in states.items()
+            if i in self.node_of
         }
         replies = self._round(contents, "evaluate")
         return {self.client_of[n]: r.content for n, r in replies.items() if n in self.client_of}
@@ -176,36 +203,50 @@ def assign_silos(replies: dict, n_clients: int, silo_nodes=None, connected=None)
         bound to a registered key, so client i is node ``silo_nodes[i]``; any other node is
         left out, and a listed node that declares another partition id is refused (its data
         would not be client i's). Without it, nodes are placed by the partition id they
-        declare, and two nodes claiming one id stop the run.
-    connected : number of nodes connected, for the error message
+        declare, and two nodes claiming one id are both refused (the server does not guess
+        which one is the silo).
+    connected : number of nodes connected, for the reasons
 
     Returns
     -------
-    node_of : dict client -> node id;  sizes : dict client -> declared training samples
+    node_of : dict client -> node id, for the clients enrolled
+    sizes : dict client -> declared training samples, for the clients enrolled
+    unenrolled : dict client -> why it is not enrolled. A client without a node is
+        missing from every round; the run goes on without it.
     """
     if silo_nodes is not None and len(silo_nodes) != n_clients:
         raise ValueError(f"silo-nodes lists {len(silo_nodes)} node(s); n-clients is {n_clients}")
-    node_of, sizes, refused = {}, {}, []
+    claims, refused = {}, {}
     for node, reply in replies.items():
         i, size = _enrolment(reply, n_clients)
         if i is not None and silo_nodes is not None:
             i, size = _identity(node, i, size, silo_nodes)
         if i is None:
             log.warning("node %s not enrolled: %s", node, size)
-            refused.append(f"node {node}: {size}")
+            refused[node] = size
             continue
-        if i in node_of:
-            raise RuntimeError(
-                f"nodes {node_of[i]} and {node} both claim partition {i}: refusing to guess "
-                "which one is the silo"
-            )
-        node_of[i], sizes[i] = node, size
-    missing = sorted(set(range(n_clients)) - set(node_of))
-    if missing:
-        seen = f"{connected if connected is not None else len(replies)} node(s) connected"
-        why = f"; refused: {'; '.join(refused)}" if refused else ""
-        raise RuntimeError(f"no node enrolled as client(s) {missing} ({seen}){why}")
-    return node_of, sizes
+        claims.setdefault(i, []).append((node, size))
+    node_of, sizes, unenrolled = {}, {}, {}
+    for i, nodes in claims.items():
+        if len(nodes) > 1:
+            who = " and ".join(str(n) for n, _ in nodes)
+            unenrolled[i] = f"nodes {who} both claim partition {i}: neither is enrolled"
+        else:
+            ((node_of[i], sizes[i]),) = nodes
+    seen = f"{connected if connected is not None else len(replies)} node(s) connected"
+    if refused and silo_nodes is None:  # which client a refused node meant is unknown
+        seen += "; refused: " + "; ".join(f"node {n}: {why}" for n, why in refused.items())
+    for i in range(n_clients):
+        if i in node_of or i in unenrolled:
+            continue
+        node = silo_nodes[i] if silo_nodes is not None else None
+        unenrolled[i] = (
+            f"node {node} refused: {refused[node]}" if node in refused
+            else f"no node enrolled as client {i} ({seen})"
+        )  # fmt: skip
+    for i, why in sorted(unenrolled.items()):
+        log.warning("client %d is missing from this run: %s", i, why)
+    return node_of, sizes, unenrolled
 
 
 def _identity(node, i: int, size: int, silo_nodes) -> tuple:
@@ -232,6 +273,31 @@ def _silo_nodes(text: str):
         raise ValueError(f"silo-nodes must list integer node ids; got {text!r}") from None
 
 
+def run_on_grid(grid: Grid, run_config: dict, cfg=None, round_timeout=None) -> dict:
+    """The ServerApp's work: enrol the silos on ``grid``, run the experiment, return the result.
+
+    ``run_config`` is the Flower run config (``round-timeout``, ``discovery-timeout``,
+    ``silo-nodes`` and, without ``cfg``, the experiment's settings). A silo that does not
+    enrol is missing from every round (the result's ``unenrolled`` says why); the numbers
+    only the silos can measure are listed in ``reported_by_silos``.
+    """
+    rc = dict(run_config)
+    c = cfg if cfg is not None else config_from_run_config(rc)
+    backend = FlowerBackend(
+        grid,
+        c,
+        round_timeout=round_timeout or float(rc.get("round-timeout", 120.0)),
+        discovery_timeout=float(rc.get("discovery-timeout", 300.0)),
+        silo_nodes=_silo_nodes(rc.get("silo-nodes", "")),
+    )
+    result = run_experiment(c, progress=False, backend=backend)
+    result["runtime"] = "flower"
+    result["unenrolled"] = {str(i): why for i, why in sorted(backend.unenrolled.items())}
+    # what the server cannot check: each silo's word, as docs/deploy.md explains
+    result["reported_by_silos"] = REPORTED_BY_SILOS
+    return result
+
+
 def make_server_app(cfg=None, json_path=None, round_timeout=None) -> ServerApp:
     """Build a ServerApp running ``cfg`` (or the run config's experiment).
 
@@ -243,17 +309,8 @@ def make_server_app(cfg=None, json_path=None, round_timeout=None) -> ServerApp:
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
-        rc = dict(context.run_config)
-        c = cfg if cfg is not None else config_from_run_config(rc)
-        timeout = round_timeout or float(rc.get("round-timeout", 120.0))
-        discovery = float(rc.get("discovery-timeout", 300.0))
-        silos = _silo_nodes(rc.get("silo-nodes", ""))
-        backend = FlowerBackend(
-            grid, c, round_timeout=timeout, discovery_timeout=discovery, silo_nodes=silos
-        )
-        result = run_experiment(c, progress=False, backend=backend)
-        result["runtime"] = "flower"
-        path = json_path or rc.get("json-out")
+        result = run_on_grid(grid, context.run_config, cfg, round_timeout)
+        path = json_path or dict(context.run_config).get("json-out")
         if path:
             write_json(str(path), result)
         app.last_result = result

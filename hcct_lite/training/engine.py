@@ -184,7 +184,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         probe=screen.probe(backend.probe),
         fresh_state=lambda k: clone_state(init_model(cfg, k, device).state_dict()),
         # MAXFL's reference rounds (each client alone) pass the same screen as the epochs
-        train=lambda starts, lr, epoch: screen.train(backend.train(starts, lr, epoch), starts),
+        train=lambda starts, lr, epoch: screen.train(backend.train(starts, lr, epoch), starts, []),
     )
     scheme = make_scheme(cfg.scheme, cfg)
     scheme.setup(server)

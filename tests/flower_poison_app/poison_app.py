@@ -1,34 +1,74 @@
 """A test-only Flower App: hcct-lite's ServerApp, and its ClientApp with a poisoning mod.
 
-A node whose node config has ``poison="nan"`` replaces every float of the model it sends
-back after training with NaN; ``poison="count"`` claims 10^12 training samples. Every
-other node behaves as hcct-lite's own ClientApp.
+A node whose node config names a ``poison`` corrupts its replies; every other node behaves
+as hcct-lite's own ClientApp. Kinds:
+
+- ``nan``: every float of the model sent back after training is NaN;
+- ``count``: training replies claim 10^12 samples;
+- ``boost``: the training update multiplied by 10^6 (finite);
+- ``free-ride``: training replies send back the model received;
+- ``no-model``: training replies lack their model record;
+- ``no-metrics``: evaluation replies lack their metrics record;
+- ``enrol-zero`` / ``enrol-huge``: the enrolment declares 0 / 9.3e18 samples;
+- ``enrol-as-K``: the enrolment declares partition id K.
 """
 
 import math
 
 import torch
+from flwr.app import MetricRecord
 
 from hcct_lite.flower.client import make_client_app
 from hcct_lite.flower.common import from_record, to_record
 from hcct_lite.flower.server import app as server_app
 
 
+def _train(kind, msg, reply):
+    content = reply.content
+    if kind == "nan":
+        state = from_record(content["model"])
+        bad = {k: torch.full_like(v, math.nan) if v.is_floating_point() else v
+               for k, v in state.items()}  # fmt: skip
+        content["model"] = to_record(bad)
+    elif kind == "count":
+        content["metrics"]["num-examples"] = 10**12
+    elif kind == "boost":
+        start, end = from_record(msg.content["model"]), from_record(content["model"])
+        boosted = {k: start[k] - (start[k] - v) * 1e6 if v.is_floating_point() else v
+                   for k, v in end.items()}  # fmt: skip
+        content["model"] = to_record(boosted)
+    elif kind == "free-ride":
+        content["model"] = msg.content["model"]
+    elif kind == "no-model":
+        del content["model"]
+
+
+def _query(kind, reply):
+    info = dict(reply.content["info"])
+    if kind == "enrol-zero":
+        info["num-examples"] = 0
+    elif kind == "enrol-huge":
+        info["num-examples"] = 9.3e18
+    elif kind.startswith("enrol-as-"):
+        info["partition-id"] = int(kind.removeprefix("enrol-as-"))
+    reply.content["info"] = MetricRecord(info)
+
+
 def poison(msg, context, call_next):
     reply = call_next(msg, context)
     kind = str(context.node_config.get("poison", ""))
-    if not kind or msg.metadata.message_type != "train" or reply.has_error():
+    if not kind or reply.has_error():
         return reply
-    if kind == "nan":
-        state = from_record(reply.content["model"])
-        bad = {k: torch.full_like(v, math.nan) if v.is_floating_point() else v
-               for k, v in state.items()}  # fmt: skip
-        reply.content["model"] = to_record(bad)
-    elif kind == "count":
-        reply.content["metrics"]["num-examples"] = 10**12
+    message_type = msg.metadata.message_type
+    if message_type == "train":
+        _train(kind, msg, reply)
+    elif message_type == "query":
+        _query(kind, reply)
+    elif message_type == "evaluate" and kind == "no-metrics":
+        del reply.content["metrics"]
     return reply
 
 
 client_app = make_client_app(mods=[poison])
 
-__all__ = ["client_app", "server_app"]
+__all__ = ["client_app", "server_app", "poison"]
