@@ -4,14 +4,15 @@ The server's message handling and the ClientApp's (its mods included) are the re
 only the transport is replaced, so a whole federation runs in a second.
 """
 
-from flwr.app import Context, RecordDict
+from flwr.app import Context, Error, Message, RecordDict
 from flwr.supercore.task_identity import TaskIdentity
 
 
 class InProcessGrid:
     """``node id -> node config`` of the silos; every node runs ``client_app``.
 
-    A ClientApp that raises gives no reply (as a silo whose reply never arrives).
+    A ClientApp that raises gives an error reply carrying the exception's message, as a
+    SuperNode sends one (the server counts that silo as missing).
     """
 
     def __init__(self, client_app, node_configs: dict):
@@ -31,6 +32,7 @@ class InProcessGrid:
         for msg in messages:
             try:
                 replies.append(self.app(msg, self.contexts[msg.metadata.dst_node_id]))
-            except Exception:  # noqa: BLE001 - the reply is lost, as over a network
-                continue
+            except Exception as err:  # noqa: BLE001 - any failure of the silo's handler
+                replies.append(Message(Error(code=1, reason=f"{type(err).__name__}: {err}"),
+                                       reply_to=msg))  # fmt: skip
         return replies

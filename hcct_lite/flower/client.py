@@ -6,10 +6,16 @@ to an ``.npz`` with ``x_train``, ``y_train``, ``x_test``, ``y_test`` float/int a
 (a real silo). The reply carries the trained model and the sample count, never data.
 HCCT-P's personal head stays in the node's context between rounds.
 
-A silo may cap the evaluations it runs between two training rounds with the node config
-``max-evaluations`` (0, the default, sets no cap): every evaluation answers with one
-error rate, and a server that sends crafted models can read the silo's label histogram
-from a handful of them (docs/deploy.md, "What a server can learn").
+A silo guards itself with its node config (docs/deploy.md, "What a server can learn"):
+
+- ``max-evaluations`` (0, the default, sets no cap): evaluations answered per training
+  epoch; only training for a new, later epoch starts a new budget;
+- one training per epoch number: a second training request for an epoch already trained
+  is refused (ten requests at learning rate 0 would read the training accuracy ten times);
+- ``lr-range`` (default ``"1e-4 1"``), ``batch-size-range`` (``"8 1024"``) and
+  ``max-local-epochs`` (20): training settings outside them are refused.
+
+A refused request is an error reply; the server counts the silo as missing for that round.
 """
 
 from __future__ import annotations
@@ -64,15 +70,50 @@ def _client_data(cfg, context: Context) -> tuple:
 
 
 def _count_evaluation(context: Context) -> None:
-    """Refuse an evaluation beyond the node's ``max-evaluations`` since its last training."""
+    """Refuse an evaluation beyond the node's ``max-evaluations`` in this training epoch."""
     cap = int(context.node_config.get("max-evaluations", 0))
     done = int(context.state["evaluations"]["n"]) if "evaluations" in context.state else 0
     if cap > 0 and done >= cap:
         raise PermissionError(
-            f"this silo answers at most {cap} evaluation(s) between two training rounds "
+            f"this silo answers at most {cap} evaluation(s) per training epoch "
             "(node config max-evaluations)"
         )
     context.state["evaluations"] = MetricRecord({"n": done + 1})
+
+
+def _range(context: Context, key: str, default: str) -> tuple:
+    low, high = (float(v) for v in str(context.node_config.get(key, default)).split())
+    return low, high
+
+
+def _check_training(cfg, lr: float, epoch: int, context: Context) -> None:
+    """Refuse a training request outside the silo's bounds, or for an epoch already trained.
+
+    Training for a new, later epoch starts a new evaluation budget; MAXFL's reference
+    rounds (negative epochs) and repeated epochs do not.
+    """
+    low, high = _range(context, "lr-range", "1e-4 1")
+    if not low <= lr <= high:
+        raise PermissionError(
+            f"learning rate {lr:g} is outside this silo's lr-range [{low:g}, {high:g}]"
+        )
+    low, high = _range(context, "batch-size-range", "8 1024")
+    if not low <= cfg.batch_size <= high:
+        raise PermissionError(
+            f"batch size {cfg.batch_size} is outside this silo's batch-size-range "
+            f"[{low:g}, {high:g}]"
+        )
+    most = int(context.node_config.get("max-local-epochs", 20))
+    if cfg.local_epochs > most:
+        raise PermissionError(f"{cfg.local_epochs} local epochs; this silo runs at most {most}")
+    seen = (
+        [int(e) for e in context.state["trained"]["epochs"]] if "trained" in context.state else []
+    )
+    if epoch in seen:
+        raise PermissionError(f"epoch {epoch} was already trained; one training per epoch")
+    if epoch > max(seen, default=-1):
+        context.state["evaluations"] = MetricRecord({"n": 0})
+    context.state["trained"] = MetricRecord({"epochs": [*seen, epoch]})
 
 
 def _keeps_head(cfg) -> bool:
@@ -116,10 +157,11 @@ def make_client_app(cfg=None, mods=None) -> ClientApp:
     def train(msg: Message, context: Context) -> Message:
         c, model, i, data = setup(msg, context)
         conf = msg.content["config"]
+        lr, epoch = float(conf["lr"]), int(conf["epoch"])
+        _check_training(c, lr, epoch, context)
         start = _keep_head(c, model, from_record(msg.content["model"]), context)
         trainer = SGDTrainer(model, c.local_epochs, c.batch_size, seed=c.seed)
-        res = trainer.train_one(start, data, float(conf["lr"]), int(conf["epoch"]), i)
-        context.state["evaluations"] = MetricRecord({"n": 0})
+        res = trainer.train_one(start, data, lr, epoch, i)
         if _keeps_head(c):
             context.state["head"] = ArrayRecord(
                 {k: res.state[k].detach().clone() for k in head_names(model)}

@@ -10,6 +10,8 @@ from flwr.app import ArrayRecord
 from ..training.config import RunConfig, make_config
 
 __all__ = [
+    "SILO_FIELDS",
+    "silo_config_text",
     "config_to_text",
     "config_from_text",
     "config_from_run_config",
@@ -29,6 +31,22 @@ _DEFAULT_IF_NOT_POSITIVE = {
     "train_ratio",
     "cluster_models",
 }
+
+
+# What a silo needs to train and evaluate: the model, its data's place in the federation
+# (simulation silos rebuild it from these), the local training and the scheme's name (HCCT-P
+# keeps its head). The server's own settings (alpha, epochs, its data location, ...) stay
+# with the server.
+SILO_FIELDS = (
+    "task", "scheme", "seed", "model", "dataset", "domains", "n_clients", "samples",
+    "train_ratio", "batch_size", "local_epochs",
+)  # fmt: skip
+
+
+def silo_config_text(cfg: RunConfig) -> str:
+    """The part of ``cfg`` a silo needs (:data:`SILO_FIELDS`), as JSON text."""
+    d = cfg.to_dict()
+    return json.dumps({k: d[k] for k in SILO_FIELDS}, sort_keys=True)
 
 
 def config_to_text(cfg: RunConfig) -> str:

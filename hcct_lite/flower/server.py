@@ -22,7 +22,7 @@ from ..experiments.results import write_json
 from ..training.engine import run_experiment
 from ..training.models import build_model
 from ..training.replies import Rejected
-from .common import config_from_run_config, config_to_text, to_record
+from .common import config_from_run_config, silo_config_text, to_record
 from .reading import enrolment, metric, training_result
 
 __all__ = [
@@ -80,7 +80,7 @@ class FlowerBackend:
         self.grid, self.cfg, self.timeout = grid, cfg, round_timeout
         self.silo_nodes = silo_nodes
         self.discovery_timeout = discovery_timeout
-        self.config_text = config_to_text(cfg)
+        self.config_text = silo_config_text(cfg)  # only what a silo needs
         model = build_model(cfg.model)
         self.update_names = (
             list(model.state_dict())

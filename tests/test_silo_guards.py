@@ -1,0 +1,117 @@
+"""What a curious server can read from a silo's training replies, and what the silo refuses.
+
+The two leaks of docs/deploy.md are shown working, then the silo's cheap guards: its own
+bounds on the learning rate, the batch size and the local epochs, one training per epoch
+number, an evaluation budget that repeated training cannot refill, and a config that
+carries only what a silo needs.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("flwr")
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from flower_inprocess import InProcessGrid  # noqa: E402
+from flwr.app import ConfigRecord, Message, RecordDict  # noqa: E402
+
+from hcct_lite.flower.client import make_client_app  # noqa: E402
+from hcct_lite.flower.common import SILO_FIELDS, config_from_text, silo_config_text, to_record  # noqa: E402
+from hcct_lite.training.config import make_config  # noqa: E402
+from hcct_lite.training.local import SGDTrainer  # noqa: E402
+from hcct_lite.training.models import build_model, head_names  # noqa: E402
+from hcct_lite.training.tasks import build_clients  # noqa: E402
+
+CFG = make_config("rotated-digits", "hcct", 0)
+
+
+def _zero_model(model) -> dict:
+    return {k: torch.zeros_like(v) for k, v in model.state_dict().items()}
+
+
+def test_one_training_message_with_a_zero_model_and_a_large_batch_reveals_the_labels():
+    data = build_clients(CFG)[0]
+    model = build_model(CFG.model)
+    n = len(data.y_train)
+    res = SGDTrainer(model, 1, batch_size=n, seed=0).train_one(_zero_model(model), data, 1.0, 0, 0)
+    bias = next(k for k in head_names(model) if res.state[k].ndim == 1)
+    # one full-batch step from zero: bias = -(1/10 - share of each class)
+    shares = 0.1 + res.state[bias].double().numpy()
+    assert np.allclose(shares * n, np.bincount(data.y_train.numpy(), minlength=10), atol=1e-4)
+
+
+def _grid(node_config=None):
+    nodes = {100: {"partition-id": 0, **(node_config or {})}}
+    return InProcessGrid(make_client_app(), nodes)
+
+
+def _send(grid, kind, model, **config):
+    content = RecordDict({"model": to_record(model), "config": ConfigRecord(
+        {**config, "config-json": silo_config_text(CFG)})})  # fmt: skip
+    (reply,) = grid.send_and_receive([Message(content, dst_node_id=100, message_type=kind)])
+    return reply
+
+
+def _always(model, c: int) -> dict:
+    state = _zero_model(model)
+    bias = next(k for k in head_names(model) if state[k].ndim == 1)
+    state[bias][c] = 10.0
+    return state
+
+
+def test_training_at_learning_rate_0_would_read_the_label_histogram_and_is_refused():
+    model = build_model(CFG.model)
+    data = build_clients(CFG)[0]
+    # the leak: at lr 0 the model does not move, so train-acc is the share of class c
+    res = SGDTrainer(model, 1, 64, seed=0).train_one(_always(model, 3), data, 0.0, 0, 0)
+    assert res.train_acc == pytest.approx(float((data.y_train == 3).float().mean()))
+    grid = _grid()
+    reply = _send(grid, "train", _always(model, 3), lr=0.0, epoch=0)
+    assert reply.has_error() and "outside this silo's lr-range" in reply.error.reason
+
+
+def test_a_silo_trains_once_per_epoch_and_repeated_training_refills_no_evaluation():
+    model = build_model(CFG.model)
+    grid = _grid({"max-evaluations": 1})
+    start = model.state_dict()
+    assert not _send(grid, "train", start, lr=0.1, epoch=0).has_error()
+    again = _send(grid, "train", start, lr=0.1, epoch=0)
+    assert again.has_error() and "epoch 0 was already trained" in again.error.reason
+    assert not _send(grid, "evaluate", start, split="test").has_error()
+    _send(grid, "train", start, lr=0.1, epoch=0)  # refused: the budget stays spent
+    assert "at most 1 evaluation" in _send(grid, "evaluate", start, split="test").error.reason
+    assert not _send(grid, "train", start, lr=0.1, epoch=1).has_error()  # a new epoch
+    assert not _send(grid, "evaluate", start, split="test").has_error()
+
+
+@pytest.mark.parametrize(
+    ("node_config", "settings", "words"),
+    [({"lr-range": "0.01 0.5"}, {"lr": 0.9}, "learning rate 0.9 is outside"),
+     ({"batch-size-range": "16 128"}, {"batch_size": 500}, "batch size 500 is outside"),
+     ({"max-local-epochs": 3}, {"local_epochs": 5}, "5 local epochs; this silo runs at most 3")],
+)  # fmt: skip
+def test_a_silo_refuses_training_outside_its_own_bounds(node_config, settings, words):
+    global CFG
+    keep, CFG = CFG, make_config("rotated-digits", "hcct", 0, **{
+        k: v for k, v in settings.items() if k != "lr"})  # fmt: skip
+    try:
+        reply = _send(_grid(node_config), "train", build_model(CFG.model).state_dict(),
+                      lr=settings.get("lr", 0.1), epoch=0)  # fmt: skip
+    finally:
+        CFG = keep
+    assert reply.has_error() and words in reply.error.reason
+
+
+def test_silos_receive_only_the_settings_they_need():
+    cfg = make_config("rotated-digits", "hcct", 0, data_root="/srv/coordinator/data", alpha=7.0)
+    sent = json.loads(silo_config_text(cfg))
+    assert set(sent) == set(SILO_FIELDS)
+    assert "/srv/coordinator" not in silo_config_text(cfg) and "alpha" not in sent
+    back = config_from_text(silo_config_text(cfg))
+    assert all(getattr(back, k) == getattr(cfg, k) for k in SILO_FIELDS)
