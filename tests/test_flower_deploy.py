@@ -155,10 +155,10 @@ POISON_APP = Path(__file__).parent / "flower_poison_app"
 # name -> (scheme, extra run config, app, node config of poisoned silos, seconds to wait
 # for the result)
 SCENARIOS = {
-    "hcct": ("hcct", "", APP, {}, 420),
-    "ifca": ("ifca", " cluster-models=2", APP, {}, 600),  # the server probes 2 models
+    "hcct": ("hcct", "", APP, {}, 900),
+    "ifca": ("ifca", " cluster-models=2", APP, {}, 1200),  # the server probes 2 models
     # silo 1's ClientApp sends NaN weights after every training round
-    "hcct-poisoned": ("hcct", "", POISON_APP, {1: ' poison="nan"'}, 420),
+    "hcct-poisoned": ("hcct", "", POISON_APP, {1: ' poison="nan"'}, 900),
 }
 
 
@@ -250,7 +250,7 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scenario):
         # kill a silo once epoch 0 is over: when epoch 1's training reaches it (killing it
         # right after its last reply of epoch 0 can lose that reply in the SuperLink)
         epoch1 = lambda: "ROUND epoch-1]" in procs.log(f"silo{DEAD}")  # noqa: E731
-        wait_for(epoch1, 300, "epoch 1 to reach the silo")
+        wait_for(epoch1, 600, "epoch 1 to reach the silo")  # room for a loaded machine
         procs.kill(f"silo{DEAD}")
         wait_for(out.exists, patience, "the result JSON")
         result = json.loads(out.read_text())

@@ -11,7 +11,8 @@ from hcct_lite.training.config import make_config  # noqa: E402
 from hcct_lite.training.engine import run_experiment  # noqa: E402
 
 
-def test_flower_simulation_matches_the_local_engine(tmp_path, capsys):
+def test_flower_simulation_matches_the_local_engine(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RAY_raylet_start_wait_time_s", "180")  # room on a loaded machine
     out = tmp_path / "flower.json"
     args = ["--task", "rotated-digits", "--scheme", "hcct", "--seed", "0", "--epochs", "12"]
     assert main(["flower-sim", *args, "--json", str(out), "--quiet"]) == 0
@@ -46,3 +47,28 @@ def test_run_config_maps_to_a_run_config():
     assert cfg.alpha == 50.0 and cfg.samples == 224  # <= 0: the task's default
     assert cfg.update_includes_buffers is True
     assert config_from_text(config_to_text(cfg)) == cfg
+
+
+def test_a_simulation_that_fails_to_start_is_retried_once(tmp_path, monkeypatch, caplog):
+    from hcct_lite.flower import simulation
+
+    out, calls = tmp_path / "r.json", []
+
+    def flaky(cfg, path, backend_name, verbose):
+        calls.append(path)
+        if len(calls) == 1:
+            raise RuntimeError("The current node timed out during startup")
+        with open(path, "w") as f:
+            json.dump({"runtime": "flower"}, f)
+
+    monkeypatch.setattr(simulation, "_simulate", flaky)
+    monkeypatch.delenv("RAY_raylet_start_wait_time_s", raising=False)
+    cfg = make_config("rotated-digits", "hcct", 0)
+    assert simulation.run_flower_simulation(cfg, str(out), startup_wait=150) == {
+        "runtime": "flower"
+    }
+    assert len(calls) == 2 and "retrying once" in caplog.text
+    assert simulation.os.environ["RAY_raylet_start_wait_time_s"] == "150"
+    monkeypatch.setattr(simulation, "_simulate", lambda *a: None)  # never a result
+    with pytest.raises(RuntimeError, match="ended without a result"):
+        simulation.run_flower_simulation(cfg, str(tmp_path / "none.json"))

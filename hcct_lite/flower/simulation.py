@@ -3,24 +3,57 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 
-__all__ = ["run_flower_simulation"]
+__all__ = ["run_flower_simulation", "RAY_STARTUP_WAIT"]
+
+log = logging.getLogger("hcct_lite")
+
+# Seconds Ray waits for its node to start (Ray's own default, 10-30 s, is short on a loaded
+# two-core machine); HCCT_RAY_STARTUP_WAIT overrides it.
+RAY_STARTUP_WAIT = 60.0
 
 
-def run_flower_simulation(cfg, json_path=None, backend_name="ray", verbose=False) -> dict:
+def run_flower_simulation(
+    cfg, json_path=None, backend_name="ray", verbose=False, startup_wait=None
+) -> dict:
     """Run ``cfg`` with one simulated SuperNode per client; return (and write) the result.
 
     The result has the same layout as :func:`hcct_lite.training.engine.run_experiment`'s, plus
-    ``"runtime": "flower"``.
+    ``"runtime": "flower"``. ``startup_wait``: seconds Ray waits for its node to start
+    (default ``HCCT_RAY_STARTUP_WAIT`` or :data:`RAY_STARTUP_WAIT`). A simulation that ends
+    without a result (Ray timed out during start-up, say) is retried once, with a log line.
     """
+    wait = startup_wait or float(os.environ.get("HCCT_RAY_STARTUP_WAIT", RAY_STARTUP_WAIT))
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", str(int(wait)))
+    out = json_path or os.path.join(tempfile.mkdtemp(prefix="hcct-flower-"), "result.json")
+    for attempt in (1, 2):
+        try:
+            _simulate(cfg, out, backend_name, verbose)
+        except Exception as err:  # noqa: BLE001 - Ray's start-up fails in many ways
+            if attempt == 2:
+                raise
+            log.warning(
+                "the Flower simulation failed (%s: %s); retrying once", type(err).__name__, err
+            )
+            continue
+        if os.path.exists(out) or attempt == 2:
+            break
+        log.warning("the Flower simulation ended without a result; retrying once")
+    if not os.path.exists(out):
+        raise RuntimeError("the Flower simulation ended without a result (see its log)")
+    with open(out) as f:
+        return json.load(f)
+
+
+def _simulate(cfg, out: str, backend_name: str, verbose: bool) -> None:
     from flwr.simulation import run_simulation
 
     from .client import make_client_app
     from .server import make_server_app
 
-    out = json_path or os.path.join(tempfile.mkdtemp(prefix="hcct-flower-"), "result.json")
     backend_config = {
         "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
         "init_args": {
@@ -37,7 +70,3 @@ def run_flower_simulation(cfg, json_path=None, backend_name="ray", verbose=False
         backend_config=backend_config,
         verbose_logging=verbose,
     )
-    if not os.path.exists(out):
-        raise RuntimeError("the Flower simulation ended without a result (see its log)")
-    with open(out) as f:
-        return json.load(f)
