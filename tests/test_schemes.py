@@ -45,7 +45,9 @@ def test_weighted_average_floats_and_counters():
     with pytest.raises(ValueError, match="weights"):
         weighted_average([state(0, 0)], [-1])
     with pytest.raises(ValueError, match="sum to 0"):
-        weighted_average([state(0, 0)], [0])
+        weighted_average([state(0, 0), state(1, 1)], [0, 0])
+    # one state is its own average, whatever its weight (a silo that never enrolled has 0)
+    assert weighted_average([state(4, 8, 5)], [0])["fc.weight"].tolist() == [8.0, 8.0]
 
 
 def test_hcct_p_averages_the_body_and_keeps_each_head():

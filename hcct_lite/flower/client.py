@@ -20,53 +20,16 @@ A refused request is an error reply; the server counts the silo as missing for t
 
 from __future__ import annotations
 
-import numpy as np
-import torch
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
 from ..schemes.registry import SCHEME_CLASSES
 from ..training.local import SGDTrainer, evaluate
 from ..training.models import build_model, head_names
-from ..training.splits import ClientData
-from ..training.tasks import build_clients
 from .common import config_from_run_config, config_from_text, from_record, to_record
+from .silo_data import silo_data
 
 __all__ = ["make_client_app", "app"]
-
-_DATA_CACHE: dict = {}  # one federation build per process and configuration
-
-
-def _client_data(cfg, context: Context) -> tuple:
-    node = context.node_config
-    if "data-path" in node and node["data-path"]:
-        path = str(node["data-path"])
-        if path not in _DATA_CACHE:
-            with np.load(path) as d:
-                _DATA_CACHE[path] = ClientData(
-                    torch.as_tensor(d["x_train"], dtype=torch.float32),
-                    torch.as_tensor(d["y_train"], dtype=torch.int64),
-                    torch.as_tensor(d["x_test"], dtype=torch.float32),
-                    torch.as_tensor(d["y_test"], dtype=torch.int64),
-                    path,
-                )
-        return int(node.get("partition-id", 0)), _DATA_CACHE[path]
-    if "partition-id" not in node:
-        raise ValueError("node config needs partition-id (or data-path for a real silo)")
-    i = int(node["partition-id"])
-    key = (
-        cfg.task,
-        cfg.dataset,
-        cfg.model,
-        cfg.seed,
-        cfg.n_clients,
-        cfg.samples,
-        cfg.train_ratio,
-        tuple(cfg.domains),
-    )
-    if key not in _DATA_CACHE:
-        _DATA_CACHE[key] = build_clients(cfg)
-    return i, _DATA_CACHE[key][i]
 
 
 def _count_evaluation(context: Context) -> None:
@@ -143,7 +106,7 @@ def make_client_app(cfg=None, mods=None) -> ClientApp:
             text = msg.content["config"].get("config-json") if "config" in msg.content else None
             c = config_from_text(text) if text else config_from_run_config(context.run_config)
         model = build_model(c.model)
-        return c, model, *_client_data(c, context)
+        return c, model, *silo_data(c, context.node_config)
 
     @app.query()
     def query(msg: Message, context: Context) -> Message:
