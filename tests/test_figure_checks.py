@@ -76,6 +76,8 @@ def test_k_vs_n_claims_judge_only_complete_sizes():
     assert claims == [True, True]
     claims = list(fc.figure_claims(runs + _k_runs(40, [5, 6, 7, 8, 9]), "k-vs-n-digit").values())
     assert claims == [False, True]  # at N = 40 one global model (K = 1) is best
+    summary = fc.fixed_k_summary(runs + _k_runs(40, [5, 6, 7, 8, 9]) + partial)
+    assert fc.limited_beats_global(summary) == {10: True, 20: True, 40: False}
     assert list(fc.figure_claims(partial, "k-vs-n-digit").values()) == [False, False]
     with pytest.raises(ValueError, match="no claims for grid 'fig9'"):
         fc.figure_claims(runs, "fig9")

@@ -20,6 +20,7 @@ __all__ = [
     "fixed_k_summary",
     "planned_ks",
     "complete_sizes",
+    "limited_beats_global",
     "figure_claims",
 ]
 
@@ -103,6 +104,19 @@ def complete_sizes(summary: dict, grid: str) -> list:
     return [n for n, (ks, _, _) in summary.items() if list(ks) == plan.get(n)]
 
 
+def limited_beats_global(summary: dict, grid: str = "k-vs-n-digit") -> dict:
+    """``N -> `` whether some 1 < K < N beats K = 1 (one global model), for complete N.
+
+    ``summary`` as from :func:`fixed_k_summary`; only the N with every K ``grid`` plans.
+    """
+    out = {}
+    for n in complete_sizes(summary, grid):
+        ks, errors, _ = summary[n]
+        limited = [e for k, e in zip(ks, errors, strict=True) if 1 < k < ks[-1]]
+        out[n] = bool(min(limited) < errors[0])
+    return out
+
+
 def _alpha_claims(runs) -> dict:
     stats = alpha_ratio_stats(runs)
     ratios = sorted({r for r, _ in stats})
@@ -148,12 +162,11 @@ def _fixed_k_claims(runs) -> dict:
 
 def _k_vs_n_claims(runs) -> dict:
     summary = fixed_k_summary(runs)
-    done = [summary[n] for n in complete_sizes(summary, "k-vs-n-digit")]
-    limited = [min(e for k, e in zip(ks, errs, strict=True) if 1 < k < ks[-1]) < errs[0]
-               for ks, errs, _ in done]  # fmt: skip
+    beats = limited_beats_global(summary)
+    done = [summary[n] for n in beats]
     return {
         "Fig. 6: at every complete N some 1 < K < N beats K = 1 (the paper)": bool(done)
-        and all(limited),
+        and all(beats.values()),
         "Fig. 6: at every complete N, K = N (every client alone) has the highest error": bool(done)
         and all(int(np.argmax(errs)) == len(ks) - 1 for ks, errs, _ in done),
     }
