@@ -45,3 +45,12 @@ def test_a_damaged_share_is_rebuilt_and_a_new_setting_gets_its_own(tmp_path, mon
 def test_a_node_without_partition_id_or_data_path_is_told_what_it_needs():
     with pytest.raises(ValueError, match="node config needs partition-id"):
         sd.silo_data(CFG, {})
+
+
+def test_one_process_hosting_many_silos_builds_the_federation_once(tmp_path, monkeypatch):
+    _fresh_process(monkeypatch)
+    calls, build = [], sd.build_clients
+    monkeypatch.setattr(sd, "build_clients", lambda cfg: calls.append(1) or build(cfg))
+    for i in range(CFG.n_clients):
+        assert sd.silo_data(CFG, {"partition-id": i, "cache-dir": str(tmp_path)})[0] == i
+    assert len(calls) == 1 and len(list(tmp_path.glob("*.pt"))) == CFG.n_clients

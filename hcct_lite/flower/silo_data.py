@@ -28,7 +28,7 @@ __all__ = ["silo_data", "share_path"]
 
 log = logging.getLogger("hcct_lite")
 
-_MEMORY: dict = {}  # within one process: one load per file or share
+_MEMORY: dict = {}  # within one process: one load per file, share or federation
 _FIELDS = ("task", "dataset", "model", "seed", "n_clients", "samples", "train_ratio", "domains")
 
 
@@ -85,7 +85,11 @@ def _load_share(path: str):
 
 
 def _build_share(cfg, i: int, path: str) -> ClientData:
-    data = build_clients(cfg)[i]
+    # one build per process serves every partition a process hosts (simulation)
+    key = tuple(json.dumps(getattr(cfg, k), default=str) for k in _FIELDS)
+    if key not in _MEMORY:
+        _MEMORY[key] = build_clients(cfg)
+    data = _MEMORY[key][i]
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
     os.close(fd)
