@@ -62,7 +62,7 @@ def test_a_simulation_that_fails_to_start_is_retried_once(tmp_path, monkeypatch,
             json.dump({"runtime": "flower"}, f)
 
     monkeypatch.setattr(simulation, "_simulate", flaky)
-    monkeypatch.delenv("RAY_raylet_start_wait_time_s", raising=False)
+    monkeypatch.setenv("RAY_raylet_start_wait_time_s", "60")  # an earlier call's value
     cfg = make_config("rotated-digits", "hcct", 0)
     assert simulation.run_flower_simulation(cfg, str(out), startup_wait=150) == {
         "runtime": "flower"

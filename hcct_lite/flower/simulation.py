@@ -26,8 +26,11 @@ def run_flower_simulation(
     (default ``HCCT_RAY_STARTUP_WAIT`` or :data:`RAY_STARTUP_WAIT`). A simulation that ends
     without a result (Ray timed out during start-up, say) is retried once, with a log line.
     """
-    wait = startup_wait or float(os.environ.get("HCCT_RAY_STARTUP_WAIT", RAY_STARTUP_WAIT))
-    os.environ.setdefault("RAY_raylet_start_wait_time_s", str(int(wait)))
+    if startup_wait:  # asked for: it wins over any earlier setting in this process
+        os.environ["RAY_raylet_start_wait_time_s"] = str(int(startup_wait))
+    else:  # a value the caller's environment already gives Ray is kept
+        wait = float(os.environ.get("HCCT_RAY_STARTUP_WAIT", RAY_STARTUP_WAIT))
+        os.environ.setdefault("RAY_raylet_start_wait_time_s", str(int(wait)))
     out = json_path or os.path.join(tempfile.mkdtemp(prefix="hcct-flower-"), "result.json")
     for attempt in (1, 2):
         try:
