@@ -2,11 +2,12 @@
 
     python benchmarks/bench_flower.py [--task rotated-digits] [--epochs 6] [--clients 8]
 
-Prints one table: the same run in the engine (``hcct-lite run``) and in Flower's simulation
-engine (``hcct-lite flower-sim``, long-lived Ray workers), then the cost of one training
-message in a fresh ClientApp process, as a SuperNode's subprocess isolation starts one for
-every message: cold (the silo builds its rehearsal share) and warm (it loads its share
-alone, ``hcct_lite/flower/silo_data.py``), with the import time alone beside it.
+Prints one table: the same run in the engine (``hcct-lite run``) and as Flower apps
+(``hcct-lite flower-sim``: in one process, then on Flower's Ray engine), then the cost of
+one training message in a fresh ClientApp process, as a SuperNode's default (subprocess)
+isolation starts one for every message: cold (the silo builds its rehearsal share) and
+warm (it loads its share alone, ``hcct_lite/flower/silo_data.py``), with the import time
+alone beside it. ``benchmarks/bench_deployment.py`` times a whole rehearsal deployment.
 """
 
 from __future__ import annotations
@@ -67,12 +68,15 @@ def main(argv=None) -> None:
 
     torch.set_num_threads(1)
     cfg = make_config(args.task, "hcct", 0, epochs=args.epochs, n_clients=args.clients)
+    run_experiment(cfg, progress=False)  # untimed: data and torch warmed for every row
     t0 = time.perf_counter()
     run_experiment(cfg, progress=False)
     engine = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    run_flower_simulation(cfg)
-    sim = time.perf_counter() - t0
+    sims = {}
+    for engine_name in ("inline", "ray"):
+        t0 = time.perf_counter()
+        run_flower_simulation(cfg, engine=engine_name)
+        sims[engine_name] = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as cache:
         cold = _message_seconds(args.task, args.clients, cache)
         warm = _message_seconds(args.task, args.clients, cache)
@@ -80,16 +84,11 @@ def main(argv=None) -> None:
     print("| what | seconds | vs hcct-lite run |")
     print("|---|---|---|")
     print(f"| hcct-lite run | {engine:.1f} | 1.0 |")
-    print(f"| hcct-lite flower-sim | {sim:.1f} | {sim / engine:.1f} |")
+    for name, sim in sims.items():
+        print(f"| hcct-lite flower-sim --engine {name} | {sim:.1f} | {sim / engine:.1f} |")
     print(f"| one training message, fresh process, cold share | {cold[0]:.2f} | |")
     print(f"| one training message, fresh process, warm share | {warm[0]:.2f} | |")
     print(f"| of which imports (torch, flwr, hcct_lite) | {warm[1]:.2f} | |")
-    # every epoch sends each silo a training and an evaluation message
-    messages = 2 * args.clients * args.epochs
-    cores = os.cpu_count() or 1
-    projected = messages * warm[0] / cores
-    print(f"| a deployment's messages ({messages}) at the warm cost on {cores} cores | "
-          f"{projected:.0f} | {projected / engine:.0f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -97,8 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--scheme", required=True, help=f"one of {', '.join(SCHEMES)}")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--json", help="write the result JSON here")
-    sim = sub.add_parser("flower-sim", help="run one experiment on Flower's simulation engine")
+    sim = sub.add_parser("flower-sim", help="run one experiment as Flower apps, one per silo")
     _common(sim)
+    sim.add_argument(
+        "--engine",
+        choices=["inline", "ray"],
+        default="inline",
+        help="inline: every silo in this process (default); ray: Flower's simulation engine",
+    )
     sim.add_argument("--scheme", required=True, help=f"one of {', '.join(SCHEMES)}")
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--json", help="write the result JSON here")
@@ -271,8 +277,9 @@ def main(argv=None) -> int:
                     f"flower-sim needs the flower extra: pip install 'hcct-lite[flower]' ({err})"
                 ) from None
             cfg = make_config(args.task, args.scheme, args.seed, **overrides)
-            r = run_flower_simulation(cfg, args.json)
-            return _report_run(f"{args.task} / {args.scheme} / seed {args.seed} on Flower", r)
+            r = run_flower_simulation(cfg, args.json, engine=args.engine)
+            what = f"{args.task} / {args.scheme} / seed {args.seed} on Flower ({args.engine})"
+            return _report_run(what, r)
         if args.command == "run":
             from .experiments.runner import run_one
 

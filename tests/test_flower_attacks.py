@@ -1,7 +1,8 @@
 """One silo's crafted replies, through the real ServerApp and ClientApp message handling.
 
-The federation runs in process (:mod:`flower_inprocess`): hcct-lite's ClientApp with the
-poisoning mod of ``tests/flower_poison_app`` on one silo, the ServerApp's own
+The federation runs in process (:class:`hcct_lite.flower.inline.InlineGrid`, every message
+serialized as over the wire): hcct-lite's ClientApp with the poisoning mod of
+``tests/flower_poison_app`` on one silo, the ServerApp's own
 :func:`~hcct_lite.flower.server.run_on_grid` on the other side.
 """
 
@@ -12,13 +13,12 @@ import pytest
 
 pytest.importorskip("flwr")
 
-sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "flower_poison_app"))
 
-from flower_inprocess import InProcessGrid  # noqa: E402
 from poison_app import poison  # noqa: E402
 
 from hcct_lite.flower.client import make_client_app  # noqa: E402
+from hcct_lite.flower.inline import InlineGrid  # noqa: E402
 from hcct_lite.flower.server import REPORTED_BY_SILOS, run_on_grid  # noqa: E402
 from hcct_lite.training.config import make_config  # noqa: E402
 from hcct_lite.training.engine import run_experiment  # noqa: E402
@@ -31,7 +31,7 @@ def _run(scheme="hcct", poisoned=None, run_config=None, **kw):
     nodes = {100 + i: {"partition-id": i} for i in range(cfg.n_clients)}
     for i, kind in (poisoned or {}).items():
         nodes[100 + i]["poison"] = kind
-    grid = InProcessGrid(make_client_app(cfg, mods=[poison]), nodes)
+    grid = InlineGrid(make_client_app(cfg, mods=[poison]), nodes)
     return run_on_grid(grid, run_config or {"discovery-timeout": 5.0}, cfg)
 
 

@@ -1,4 +1,4 @@
-"""HCCT on Flower's simulation engine makes the same decisions as `hcct-lite run`."""
+"""HCCT as Flower apps (in one process, or on Flower's Ray engine) decides as `hcct-lite run`."""
 
 import json
 
@@ -11,15 +11,16 @@ from hcct_lite.training.config import make_config  # noqa: E402
 from hcct_lite.training.engine import run_experiment  # noqa: E402
 
 
-def test_flower_simulation_matches_the_local_engine(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("engine", ["inline", "ray"])
+def test_flower_simulation_matches_the_local_engine(tmp_path, capsys, monkeypatch, engine):
     monkeypatch.setenv("RAY_raylet_start_wait_time_s", "180")  # room on a loaded machine
     out = tmp_path / "flower.json"
     args = ["--task", "rotated-digits", "--scheme", "hcct", "--seed", "0", "--epochs", "12"]
-    assert main(["flower-sim", *args, "--json", str(out), "--quiet"]) == 0
-    assert "on Flower" in capsys.readouterr().out
+    assert main(["flower-sim", *args, "--engine", engine, "--json", str(out), "--quiet"]) == 0
+    assert f"on Flower ({engine})" in capsys.readouterr().out
     flower = json.loads(out.read_text())
     local = run_experiment(make_config("rotated-digits", "hcct", 0, epochs=12), progress=False)
-    assert flower["runtime"] == "flower"
+    assert flower["runtime"] == "flower" and flower["engine"] == engine
     assert [h["groups"] for h in flower["history"]] == [h["groups"] for h in local["history"]]
     assert flower["history"][-1]["groups"] == [[0, 1], [2, 3], [4, 5], [6, 7]]
     assert abs(flower["final"]["mean"] - local["final"]["mean"]) < 0.01
@@ -64,11 +65,12 @@ def test_a_simulation_that_fails_to_start_is_retried_once(tmp_path, monkeypatch,
     monkeypatch.setattr(simulation, "_simulate", flaky)
     monkeypatch.setenv("RAY_raylet_start_wait_time_s", "60")  # an earlier call's value
     cfg = make_config("rotated-digits", "hcct", 0)
-    assert simulation.run_flower_simulation(cfg, str(out), startup_wait=150) == {
-        "runtime": "flower"
-    }
+    result = simulation.run_flower_simulation(cfg, str(out), startup_wait=150, engine="ray")
+    assert result == {"runtime": "flower", "engine": "ray"}
     assert len(calls) == 2 and "retrying once" in caplog.text
     assert simulation.os.environ["RAY_raylet_start_wait_time_s"] == "150"
     monkeypatch.setattr(simulation, "_simulate", lambda *a: None)  # never a result
     with pytest.raises(RuntimeError, match="ended without a result"):
-        simulation.run_flower_simulation(cfg, str(tmp_path / "none.json"))
+        simulation.run_flower_simulation(cfg, str(tmp_path / "none.json"), engine="ray")
+    with pytest.raises(ValueError, match="engine must be one of inline, ray; got 'spark'"):
+        simulation.run_flower_simulation(cfg, engine="spark")

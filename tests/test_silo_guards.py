@@ -7,8 +7,6 @@ carries only what a silo needs.
 """
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,13 +14,11 @@ import torch
 
 pytest.importorskip("flwr")
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from flower_inprocess import InProcessGrid  # noqa: E402
 from flwr.app import ConfigRecord, Message, RecordDict  # noqa: E402
 
 from hcct_lite.flower.client import make_client_app  # noqa: E402
 from hcct_lite.flower.common import SILO_FIELDS, config_from_text, silo_config_text, to_record  # noqa: E402
+from hcct_lite.flower.inline import InlineGrid  # noqa: E402
 from hcct_lite.training.config import make_config  # noqa: E402
 from hcct_lite.training.local import SGDTrainer  # noqa: E402
 from hcct_lite.training.models import build_model, head_names  # noqa: E402
@@ -48,7 +44,7 @@ def test_one_training_message_with_a_zero_model_and_a_large_batch_reveals_the_la
 
 def _grid(node_config=None):
     nodes = {100: {"partition-id": 0, **(node_config or {})}}
-    return InProcessGrid(make_client_app(), nodes)
+    return InlineGrid(make_client_app(), nodes)
 
 
 def _send(grid, kind, model, **config):

@@ -1,0 +1,90 @@
+"""Flower's Message API in one process: a Grid whose nodes are ClientApps called in place.
+
+``hcct-lite flower-sim``'s default engine. The ServerApp's work (:func:`run_on_grid`) and
+the ClientApp (its handlers and mods) are the ones a deployment runs, and every message
+and reply travels as a deployment sends it: deflated to the bytes a SuperLink stores and
+inflated again, so neither side can touch the other's objects. Only the transport is
+replaced: no SuperLink, no Ray, no process per message, so a federation runs about as fast
+as ``hcct-lite run``. Flower's own simulation engine stays available (``--engine ray``).
+"""
+
+from __future__ import annotations
+
+from flwr.app import Context, Error, Message, RecordDict
+from flwr.common.constant import ErrorCode
+from flwr.supercore.inflatable.inflatable_object import (
+    get_all_nested_objects,
+    no_object_id_recompute,
+)
+from flwr.supercore.inflatable.inflatable_utils import inflate_object_from_contents
+from flwr.supercore.task_identity import TaskIdentity
+
+__all__ = ["InlineGrid", "over_the_wire"]
+
+
+def over_the_wire(message: Message) -> Message:
+    """A copy of ``message`` made from the bytes a deployment would send for it."""
+    with no_object_id_recompute():  # each object's id (a hash) computed once, as a push does
+        objects = get_all_nested_objects(message)
+        contents = {oid: obj.deflate() for oid, obj in objects.items()}
+        copy = inflate_object_from_contents(message.object_id, contents)
+    copy.metadata.__dict__["_message_id"] = message.metadata.message_id
+    return copy
+
+
+class InlineGrid:
+    """A Flower ``Grid`` of in-process silos: ``node id -> node config``, all on ``client_app``.
+
+    Parameters
+    ----------
+    client_app : flwr.clientapp.ClientApp
+    node_configs : dict node id -> the node's config (``partition-id``, ``data-path``, ...)
+    run_id : the run's id, as the messages carry it
+
+    A ClientApp that raises gives an error reply carrying the exception's message, as a
+    SuperNode sends one (the server counts that silo as missing). Each node keeps its
+    Flower ``Context`` (its ``state``) from one message to the next.
+    """
+
+    def __init__(self, client_app, node_configs: dict, run_id: int = 1):
+        # a Message built outside a Flower process needs the run's identity
+        TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = run_id, 0, 1
+        self.app, self.run_id, self.waiting = client_app, run_id, {}
+        self.contexts = {
+            n: Context(
+                run_id=run_id, node_id=n, node_config=dict(c), state=RecordDict(), run_config={}
+            )
+            for n, c in node_configs.items()
+        }
+
+    def get_node_ids(self) -> list:
+        """The silos' node ids."""
+        return list(self.contexts)
+
+    def push_messages(self, messages) -> list:
+        """Deliver each message to its node's ClientApp now; keep the reply for a pull."""
+        ids = []
+        for msg in messages:
+            msg.metadata.__dict__["_message_id"] = msg.object_id  # as a SuperLink sets it
+            node = msg.metadata.dst_node_id
+            if node not in self.contexts:
+                raise ValueError(f"message {msg.metadata.message_id} names no node: {node}")
+            received = over_the_wire(msg)
+            try:
+                reply = self.app(received, self.contexts[node])
+            except Exception as err:  # noqa: BLE001 - any failure of the silo's handler
+                reason = f"{type(err).__name__}: {err}"
+                error = Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason)
+                reply = Message(error, reply_to=received)
+            reply.metadata.__dict__["_message_id"] = reply.object_id
+            self.waiting[msg.metadata.message_id] = over_the_wire(reply)
+            ids.append(msg.metadata.message_id)
+        return ids
+
+    def pull_messages(self, message_ids) -> list:
+        """The replies to ``message_ids`` not pulled yet."""
+        return [self.waiting.pop(i) for i in list(message_ids) if i in self.waiting]
+
+    def send_and_receive(self, messages, timeout=None) -> list:
+        """Every reply at once (an in-process silo always answers)."""
+        return self.pull_messages(self.push_messages(messages))
