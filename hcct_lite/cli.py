@@ -124,6 +124,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub_.add_argument("federation", help="the SuperLink's entry in Flower's config.toml")
     sub_.add_argument("--run-config", default="", help="flwr run's --run-config string")
     sub_.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait")
+    ex = sub.add_parser(
+        "silo-exec", help="a warm SuperExec for a SuperNode started with --isolation process"
+    )
+    ex.add_argument(
+        "--runtime-api-address",
+        default="127.0.0.1:9094",
+        help="the SuperNode's Runtime API, host:port (its --port; default 127.0.0.1:9094)",
+    )
+    ex.add_argument("--insecure", action="store_true", help="the Runtime API has no TLS")
+    ex.add_argument("--root-certificates", help="CA of the Runtime API's TLS certificate")
     rep = sub.add_parser("reproduce", help="the paper's grids at Table III settings; resumable")
     rep.add_argument("--grids", nargs="+", default=["all"], help="grid names, or all")
     rep.add_argument("--seeds", nargs="+", type=int, help="seeds (default: each grid's own)")
@@ -252,6 +262,11 @@ def main(argv=None) -> int:
             print(message if code == 0 else f"hcct-lite: error: {message}",
                   file=sys.stdout if code == 0 else sys.stderr)  # fmt: skip
             return code
+        if args.command == "silo-exec":
+            from .flower.silo_exec import run_silo_exec
+
+            run_silo_exec(args.runtime_api_address, args.insecure, args.root_certificates)
+            return 0
     except (ValueError, RuntimeError, DataNotFoundError) as err:
         print(f"hcct-lite: error: {err}", file=sys.stderr)
         return 2

@@ -2,7 +2,8 @@
 
 The test makes its own certificate authority, server certificate and SuperNode keys,
 starts one `flower-superlink` with SuperNode authentication, registers one key per silo
-(`flwr supernode register`), starts one `flower-supernode` per client and an intruder
+(`flwr supernode register`), starts one `flower-supernode` per client (in the `hcct`
+scenario a warm one: `--isolation process` beside `hcct-lite silo-exec`) and an intruder
 whose key is not registered (it must be refused), submits a short job with `hcct-lite flower-run`
 (HCCT, and IFCA, whose server probes every client with every cluster model) naming the
 silos by their authenticated node ids, kills one SuperNode after the first epoch, checks
@@ -153,7 +154,7 @@ def wait_for(condition, timeout: float, what: str) -> None:
 
 POISON_APP = Path(__file__).parent / "flower_poison_app"
 # name -> (scheme, extra run config, app, node config of poisoned silos, seconds to wait
-# for the result)
+# for the result); "hcct" runs its silos warm (--isolation process beside hcct-lite silo-exec)
 SCENARIOS = {
     "hcct": ("hcct", "", APP, {}, 900),
     "ifca": ("ifca", " cluster-models=2", APP, {}, 1200),  # the server probes 2 models
@@ -180,10 +181,14 @@ def _environment(tmp_path: Path, link_port: int) -> dict:
     }
 
 
-def _start_federation(procs: Processes, tmp_path: Path, link_port: int, poisoned: dict) -> list:
+def _start_federation(
+    procs: Processes, tmp_path: Path, link_port: int, poisoned: dict, warm: bool
+) -> list:
     """SuperLink with SuperNode auth, the registered silos, and a refused intruder.
 
-    Returns the silos' node ids, in client order.
+    ``warm``: each silo's SuperNode runs with ``--isolation process`` beside its own
+    ``hcct-lite silo-exec`` (process group ``exec<i>``). Returns the silos' node ids, in
+    client order.
     """
     procs.start(
         "superlink", "flower-superlink", "--ssl-ca-certfile", "ca.crt", "--ssl-certfile",
@@ -195,11 +200,15 @@ def _start_federation(procs: Processes, tmp_path: Path, link_port: int, poisoned
     # the intruder's key is not registered; it claims silo 1's partition id
     for i, name in [(i, f"silo{i}") for i in range(N_CLIENTS)] + [(1, "intruder")]:
         node_config = f"partition-id={i}" + (poisoned.get(i, "") if name != "intruder" else "")
+        port, isolation = free_port(), ["--isolation", "process"] if warm else []
         procs.start(
             name, "flower-supernode", "--root-certificates", "ca.crt", "--superlink",
-            f"127.0.0.1:{link_port}", "--port", str(free_port()), "--node-config", node_config,
-            "--auth-supernode-private-key", name,
+            f"127.0.0.1:{link_port}", "--port", str(port), "--node-config", node_config,
+            "--auth-supernode-private-key", name, *isolation,
         )  # fmt: skip
+        if warm and name != "intruder":
+            procs.start(f"exec{i}", "hcct-lite", "silo-exec", "--runtime-api-address",
+                        f"127.0.0.1:{port}", "--insecure")  # fmt: skip
     for i in range(N_CLIENTS):
         wait_for(lambda i=i: "SuperNode ID" in procs.log(f"silo{i}"), 60, f"silo {i}")
     # an unregistered key is refused: the SuperNode gives up, never gets an id
@@ -236,7 +245,7 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scenario):
     procs = Processes(tmp_path, _environment(tmp_path, link_port))
     out, submit = tmp_path / "result.json", None
     try:
-        silos = _start_federation(procs, tmp_path, link_port, poisoned)
+        silos = _start_federation(procs, tmp_path, link_port, poisoned, scenario == "hcct")
         config = (
             f'scheme="{scheme}" epochs={EPOCHS} n-clients={N_CLIENTS} round-timeout=60.0'
             f' json-out="{out}" silo-nodes="{" ".join(map(str, silos))}"{extra}'
@@ -252,6 +261,8 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scenario):
         epoch1 = lambda: "ROUND epoch-1]" in procs.log(f"silo{DEAD}")  # noqa: E731
         wait_for(epoch1, 600, "epoch 1 to reach the silo")  # room for a loaded machine
         procs.kill(f"silo{DEAD}")
+        if scenario == "hcct":
+            procs.kill(f"exec{DEAD}")
         wait_for(out.exists, patience, "the result JSON")
         result = json.loads(out.read_text())
         said = submit.communicate(timeout=120)[0]

@@ -1,0 +1,153 @@
+"""A rehearsal deployment on this machine, timed against ``hcct-lite run``.
+
+    python benchmarks/bench_deployment.py [--task rotated-digits] [--epochs 6] [--clients 8]
+        [--fast-silos]
+
+Starts one ``flower-superlink`` and one ``flower-supernode`` per silo on 127.0.0.1 (without
+TLS: the certificates and keys of ``docs/deploy.md`` change the set-up, not the rounds),
+waits until every silo has connected, then times ``hcct-lite flower-run`` from submission to
+the ServerApp's result JSON. ``--fast-silos`` starts each SuperNode with
+``--isolation process`` beside an ``hcct-lite silo-exec`` (one warm process per silo that
+forks for each message) instead of a fresh ``flwr-clientapp`` process per message.
+Prints one table; the deployment's result must equal ``hcct-lite run``'s groups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+APP = Path(__file__).resolve().parents[1] / "hcct_lite" / "flower" / "app"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+class _Federation:
+    """SuperLink and SuperNodes as process groups, logs in ``folder``, stopped on exit."""
+
+    def __init__(self, folder: Path, clients: int, fast: bool):
+        self.folder, self.procs = folder, []
+        self.port = _free_port()
+        home = folder / "flwr-home"
+        home.mkdir()
+        (home / "config.toml").write_text(
+            '[superlink]\ndefault = "local"\n\n[superlink.local]\n'
+            f'address = "127.0.0.1:{self.port}"\ninsecure = true\n'
+        )
+        self.env = {**os.environ, "FLWR_HOME": str(home), "PYTHONUNBUFFERED": "1",
+                    "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
+        self.clients, self.fast = clients, fast
+
+    def _start(self, name: str, *args: str) -> None:
+        log = open(self.folder / f"{name}.log", "w")  # noqa: SIM115 - closed by the OS
+        self.procs.append(subprocess.Popen(
+            [str(BIN / args[0]), *args[1:]], stdout=log, stderr=subprocess.STDOUT,
+            env=self.env, cwd=self.folder, start_new_session=True,
+        ))  # fmt: skip
+
+    def log(self, name: str) -> str:
+        return (self.folder / f"{name}.log").read_text(errors="replace")
+
+    def start(self) -> None:
+        self._start("superlink", "flower-superlink", "--insecure", "--port", str(self.port),
+                    "--disable-runtime-dependency-installation")  # fmt: skip
+        _wait(lambda: "Uvicorn running" in self.log("superlink"), 120, "the SuperLink")
+        for i in range(self.clients):
+            port = _free_port()
+            isolation = ["--isolation", "process"] if self.fast else []
+            self._start(f"silo{i}", "flower-supernode", "--insecure", "--superlink",
+                        f"127.0.0.1:{self.port}", "--port", str(port), *isolation,
+                        "--node-config", f"partition-id={i}")  # fmt: skip
+            if self.fast:
+                self._start(f"exec{i}", "hcct-lite", "silo-exec", "--runtime-api-address",
+                            f"127.0.0.1:{port}", "--insecure")  # fmt: skip
+        for i in range(self.clients):
+            _wait(lambda i=i: "SuperNode ID" in self.log(f"silo{i}"), 120, f"silo {i}")
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=10)
+
+
+def _deployment_seconds(args, folder: Path) -> tuple:
+    """(seconds from submission to the result JSON, the result)."""
+    fed = _Federation(folder, args.clients, args.fast_silos)
+    out = folder / "result.json"
+    config = (f'task="{args.task}" scheme="hcct" epochs={args.epochs} '
+              f'n-clients={args.clients} json-out="{out}"')  # fmt: skip
+    try:
+        fed.start()
+        t0 = time.perf_counter()
+        submit = subprocess.Popen(
+            [str(BIN / "hcct-lite"), "flower-run", str(APP), "local", "--run-config", config],
+            env=fed.env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        _wait(out.exists, 3600, "the result JSON")
+        seconds = time.perf_counter() - t0
+        said = submit.communicate(timeout=300)[0]
+        if submit.returncode != 0:
+            raise RuntimeError(f"the run did not complete: {said}")
+    finally:
+        fed.stop()
+    return seconds, json.loads(out.read_text())
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--task", default="rotated-digits")
+    p.add_argument("--epochs", type=int, default=6)
+    p.add_argument("--clients", type=int, default=8)
+    p.add_argument("--fast-silos", action="store_true")
+    p.add_argument("--logs", help="keep the processes' logs in this folder")
+    args = p.parse_args(argv)
+
+    import torch
+
+    from hcct_lite.training.config import make_config
+    from hcct_lite.training.engine import run_experiment
+
+    torch.set_num_threads(1)
+    cfg = make_config(args.task, "hcct", 0, epochs=args.epochs, n_clients=args.clients)
+    t0 = time.perf_counter()
+    local = run_experiment(cfg, progress=False)
+    engine = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as folder:
+        if args.logs:
+            os.makedirs(args.logs, exist_ok=False)
+        seconds, result = _deployment_seconds(args, Path(args.logs or folder))
+    same = [e["groups"] for e in result["history"]] == [e["groups"] for e in local["history"]]
+    kind = "warm silos (silo-exec)" if args.fast_silos else "a process per message"
+    print(f"{args.task}, {args.clients} silos, {args.epochs} epochs, HCCT, {kind}")
+    print("| what | seconds | vs hcct-lite run |")
+    print("|---|---|---|")
+    print(f"| `hcct-lite run` | {engine:.1f} | 1.0 |")
+    print(f"| rehearsal deployment, submission to result | {seconds:.1f} "
+          f"| {seconds / engine:.1f} |")  # fmt: skip
+    print(f"same groups every epoch as `hcct-lite run`: {same}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""``hcct-lite silo-exec``: a warm SuperExec for one silo's SuperNode.
+
+A SuperNode in Flower's default ``subprocess`` isolation starts ``flower-superexec``, which
+starts a fresh ``flwr-clientapp`` process for every message: each message pays Python's
+start-up and the import of torch, Flower and hcct-lite (about 1.5 s of CPU; eight silos
+on two cores wait about 15 s per round for it). With ``flower-supernode --isolation
+process`` the silo runs its own SuperExec instead, and ``silo-exec`` is one: Flower's
+SuperExec loop (the same task acquisition, tokens and TLS), whose executor has done those
+imports once and forks a child for each ClientApp task. The child runs Flower's own
+``flwr-clientapp`` code with the task's token, then exits, so every message still runs in
+a fresh process (nothing a message leaves in memory reaches the next) and Flower's
+Context carries the silo's state as before; only the start-up is paid once.
+
+POSIX only (``os.fork``). Tasks other than a ClientApp (none reach a SuperNode today) are
+started as Flower starts them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+
+__all__ = ["run_silo_exec", "make_fork_executor"]
+
+log = logging.getLogger("hcct_lite")
+
+# Seconds between two asks to the SuperNode for a task (FLWR_SUPEREXEC_TASK_POLL_INTERVAL wins)
+TASK_POLL_SECONDS = 0.1
+
+
+def _warm_imports() -> None:
+    """Import what every ClientApp task needs, once, before any fork."""
+    import flwr.cli.install  # noqa: F401
+    import flwr.supernode.runtime.run_clientapp  # noqa: F401
+    import torch  # noqa: F401
+
+    import hcct_lite.flower.client  # noqa: F401
+
+
+def _run_child(spec, certificates) -> None:
+    """In the forked child: run one ClientApp task with Flower's own code, then exit."""
+    code = 1
+    try:
+        from flwr.supercore.exit import exit_handler
+        from flwr.supernode.runtime.run_clientapp import run_clientapp
+
+        # the parent's exit handlers close the parent's connections: never run them here
+        exit_handler.registered_exit_handlers.clear()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        run_clientapp(
+            runtime_api_address=spec.runtime_api_address,
+            token=spec.token,
+            insecure=spec.insecure,
+            certificates=certificates,
+            parent_pid=spec.parent_pid,
+            runtime_dependency_install=spec.runtime_dependency_install,
+        )
+        code = 0
+    except SystemExit as done:  # Flower's ClientApp process always ends with sys.exit
+        code = done.code if isinstance(done.code, int) else 1
+    except BaseException:  # noqa: BLE001 - reported, and the child must not return
+        log.exception("silo-exec: the ClientApp task failed")
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)  # skips the parent's atexit handlers, inherited by the fork
+
+
+def make_fork_executor(certificates=None):
+    """A Flower SuperExec executor that runs each ClientApp task in a fork of this process.
+
+    Parameters
+    ----------
+    certificates : bytes or None
+        PEM root certificates for the SuperNode's Runtime API (None: no TLS, or the
+        system's roots)
+    """
+    from flwr.supercore.constant import TaskType
+    from flwr.supercore.superexec.executor.subprocess_executor import SubprocessExecutor
+    from flwr.supercore.superexec.executor.types import LaunchResult
+
+    class ForkExecutor(SubprocessExecutor):
+        """Flower's subprocess executor, but a ClientApp task runs in a fork."""
+
+        def __init__(self):
+            super().__init__()
+            self.certificates, self.children = certificates, set()
+
+        def launch(self, spec):
+            if spec.task_type != TaskType.CLIENT_APP:
+                return super().launch(spec)
+            try:
+                pid = os.fork()
+            except OSError as err:
+                return LaunchResult.failed(f"silo-exec could not fork: {err}")
+            if pid == 0:
+                _run_child(spec, self.certificates)  # never returns
+            self.children.add(pid)
+            return LaunchResult.accepted()
+
+        def reconcile(self):
+            """Reap the children that have finished (no zombies between tasks)."""
+            for pid in list(self.children):
+                done, _ = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    self.children.discard(pid)
+
+    return ForkExecutor()
+
+
+def run_silo_exec(runtime_api_address: str, insecure: bool = False, root_certificates=None) -> None:
+    """Serve one SuperNode's ClientApp tasks from a warm process until it is stopped.
+
+    Parameters
+    ----------
+    runtime_api_address : the SuperNode's Runtime API, ``host:port`` (its ``--port``)
+    insecure : connect without TLS (a SuperNode started without ``--ssl-certfile``)
+    root_certificates : path of the PEM CA that signed the SuperNode's Runtime API
+        certificate, when it has one
+    """
+    if not hasattr(os, "fork"):
+        raise RuntimeError("silo-exec needs os.fork (Linux or macOS); use Flower's default")
+    from flwr.supercore.superexec import run_superexec as superexec
+    from flwr.supercore.tls import validate_and_resolve_root_certificates
+
+    if not hasattr(superexec, "get_executor"):
+        raise RuntimeError(
+            "this Flower version's SuperExec has no executor hook; run the SuperNode with its "
+            "default isolation instead of silo-exec"
+        )
+    certificates = validate_and_resolve_root_certificates(root_certificates, insecure)
+    _warm_imports()
+    executor = make_fork_executor(certificates)
+    # Flower's own loop, with this process's executor in place of a new process per task;
+    # it asks the SuperNode for a task every second by default, a local call worth 0.1 s
+    os.environ.setdefault("FLWR_SUPEREXEC_TASK_POLL_INTERVAL", str(TASK_POLL_SECONDS))
+    superexec.get_executor = lambda *args, **kwargs: executor
+    superexec.run_superexec(
+        runtime_api_address=runtime_api_address,
+        insecure=insecure,
+        root_certificates_path=root_certificates,
+        parent_pid=None,
+    )
