@@ -90,7 +90,10 @@ def test_a_silo_trains_once_per_epoch_and_repeated_training_refills_no_evaluatio
     ("node_config", "settings", "words"),
     [({"lr-range": "0.01 0.5"}, {"lr": 0.9}, "learning rate 0.9 is outside"),
      ({"batch-size-range": "16 128"}, {"batch_size": 500}, "batch size 500 is outside"),
-     ({"max-local-epochs": 3}, {"local_epochs": 5}, "5 local epochs; this silo runs at most 3")],
+     ({"max-local-epochs": 3}, {"local_epochs": 5}, "5 local epochs; this silo runs at most 3"),
+     ({"lr-range": "0.01"}, {}, 'lr-range must be two numbers "low high"'),
+     ({"lr-range": "0.5 0.01"}, {}, "with low <= high; got '0.5 0.01'"),
+     ({"batch-size-range": "8 many"}, {}, "batch-size-range must be two numbers")],
 )  # fmt: skip
 def test_a_silo_refuses_training_outside_its_own_bounds(node_config, settings, words):
     global CFG

@@ -20,6 +20,8 @@ A refused request is an error reply; the server counts the silo as missing for t
 
 from __future__ import annotations
 
+import math
+
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
@@ -45,7 +47,16 @@ def _count_evaluation(context: Context) -> None:
 
 
 def _range(context: Context, key: str, default: str) -> tuple:
-    low, high = (float(v) for v in str(context.node_config.get(key, default)).split())
+    """The node config's ``key`` as ``(low, high)``; a malformed value is named, not guessed."""
+    text = str(context.node_config.get(key, default))
+    try:
+        low, high = (float(v) for v in text.split())
+    except ValueError:
+        low = high = math.nan
+    if not low <= high:  # also NaN, a malformed value
+        raise ValueError(
+            f'node config {key} must be two numbers "low high" with low <= high; got {text!r}'
+        )
     return low, high
 
 
