@@ -98,3 +98,27 @@ def test_a_free_rider_trains_alone_and_ends_nothing():
     result = _run(poisoned={4: "free-ride"})
     assert result["status"] == {"state": "complete"}
     assert all([4] in h["groups"] and 4 in h.get("unchanged", [4]) for h in result["history"])
+
+
+def test_maxfl_retries_a_lost_reference_with_fresh_epoch_numbers_the_silo_accepts():
+    """A silo trains each epoch number once; a reference whose reply was lost is retried."""
+    seen, lost = [], []
+
+    def lose_first_reference(msg, context, call_next):
+        reply = call_next(msg, context)
+        i, epoch = context.node_config["partition-id"], msg.content["config"].get("epoch")
+        if msg.metadata.message_type == "train" and i == 2:
+            seen.append((epoch, reply.error.reason if reply.has_error() else "ok"))
+            if epoch == -1 and not lost:  # trained, but the reply never reaches the server
+                lost.append(epoch)
+                raise ConnectionError("reply lost")
+        return reply
+
+    cfg = make_config("rotated-digits", "maxfl", 0, epochs=EPOCHS, maxfl_reference_epochs=1)
+    nodes = {100 + i: {"partition-id": i} for i in range(cfg.n_clients)}
+    grid = InlineGrid(make_client_app(cfg, mods=[lose_first_reference]), nodes)
+    result = run_on_grid(grid, {"discovery-timeout": 5.0}, cfg)
+    assert result["status"] == {"state": "complete"} and lost == [-1]
+    references = [(e, why) for e, why in seen if e < 0]
+    assert references == [(-1, "ok"), (-2, "ok")]  # refused as "already trained" before
+    assert all(why == "ok" for _, why in seen)

@@ -105,6 +105,7 @@ class MAXFL(Scheme):
         self.global_state = None
         self.reference = {}  # client -> reference state (trained once)
         self.threshold = {}  # client -> fixed training loss of its reference
+        self.reference_rounds_sent = 0  # reference epochs -1, -2, ... used so far
 
     def _train_references(self, server, clients):
         """Train the reference of each client in ``clients`` (skips those already done)."""
@@ -114,9 +115,12 @@ class MAXFL(Scheme):
         states = {i: server.init_state for i in todo}
         rounds = -(-self.reference_epochs // self.local_epochs)  # ceil
         for r in range(rounds):
-            # Negative epoch numbers: shuffling streams apart from the run's own epochs.
-            res = server.train(states, self.lr, -(r + 1))
+            # Negative epoch numbers: shuffling streams apart from the run's own epochs. A
+            # retry takes fresh ones: a silo trains each epoch number once (it refuses a
+            # second training for a number it has answered, even if the reply was lost).
+            res = server.train(states, self.lr, -(self.reference_rounds_sent + r + 1))
             states = {i: res[i].state for i in states if i in res}
+        self.reference_rounds_sent += rounds
         for i, st in states.items():
             probed = server.probe(i, st)
             if probed is not None:  # a client that does not answer is retried next epoch
