@@ -64,11 +64,13 @@ def test_a_simulation_that_fails_to_start_is_retried_once(tmp_path, monkeypatch,
 
     monkeypatch.setattr(simulation, "_simulate", flaky)
     monkeypatch.setenv("RAY_raylet_start_wait_time_s", "60")  # an earlier call's value
+    monkeypatch.delenv("RAY_worker_niceness", raising=False)
     cfg = make_config("rotated-digits", "hcct", 0)
     result = simulation.run_flower_simulation(cfg, str(out), startup_wait=150, engine="ray")
     assert result == {"runtime": "flower", "engine": "ray"}
     assert len(calls) == 2 and "retrying once" in caplog.text
     assert simulation.os.environ["RAY_raylet_start_wait_time_s"] == "150"
+    assert simulation.os.environ["RAY_worker_niceness"] == "0"  # silos not starved by load
     monkeypatch.setattr(simulation, "_simulate", lambda *a: None)  # never a result
     with pytest.raises(RuntimeError, match="ended without a result"):
         simulation.run_flower_simulation(cfg, str(tmp_path / "none.json"), engine="ray")

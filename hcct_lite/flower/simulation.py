@@ -48,6 +48,9 @@ def run_flower_simulation(
     else:  # a value the caller's environment already gives Ray is kept
         wait = float(os.environ.get("HCCT_RAY_STARTUP_WAIT", RAY_STARTUP_WAIT))
         os.environ.setdefault("RAY_raylet_start_wait_time_s", str(int(wait)))
+    # Ray runs its workers at nice 15: beside any other busy process the silos then starve
+    # (4 % of a core each under a load of 10; no silo enrolled in 300 s). Equal footing:
+    os.environ.setdefault("RAY_worker_niceness", "0")
     out = json_path or os.path.join(tempfile.mkdtemp(prefix="hcct-flower-"), "result.json")
     for attempt in (1, 2):
         try:
