@@ -62,7 +62,7 @@ def main(argv=None) -> None:
 
     import torch
 
-    from hcct_lite.flower.simulation import run_flower_simulation
+    from hcct_lite.flower.simulation import ENGINES, run_flower_simulation
     from hcct_lite.training.config import make_config
     from hcct_lite.training.engine import run_experiment
 
@@ -73,7 +73,7 @@ def main(argv=None) -> None:
     run_experiment(cfg, progress=False)
     engine = time.perf_counter() - t0
     sims = {}
-    for engine_name in ("inline", "ray"):
+    for engine_name in ENGINES:
         t0 = time.perf_counter()
         run_flower_simulation(cfg, engine=engine_name)
         sims[engine_name] = time.perf_counter() - t0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .flower.simulation import ENGINES
 from .training.config import SCHEMES
 from .training.data import DataNotFoundError
 from .training.tasks import TASKS
@@ -101,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(sim)
     sim.add_argument(
         "--engine",
-        choices=["inline", "ray"],
+        choices=ENGINES,
         default="inline",
         help="inline: every silo in this process (default); ray: Flower's simulation engine",
     )

@@ -154,13 +154,15 @@ def wait_for(condition, timeout: float, what: str) -> None:
 
 POISON_APP = Path(__file__).parent / "flower_poison_app"
 # name -> (scheme, extra run config, app, node config of poisoned silos, seconds to wait
-# for the result); "hcct" runs its silos warm (--isolation process beside hcct-lite silo-exec)
+# for the result)
 SCENARIOS = {
     "hcct": ("hcct", "", APP, {}, 900),
     "ifca": ("ifca", " cluster-models=2", APP, {}, 1200),  # the server probes 2 models
     # silo 1's ClientApp sends NaN weights after every training round
     "hcct-poisoned": ("hcct", "", POISON_APP, {1: ' poison="nan"'}, 900),
 }
+# scenarios whose silos run warm (--isolation process beside hcct-lite silo-exec)
+WARM = {"hcct"}
 
 
 def _environment(tmp_path: Path, link_port: int) -> dict:
@@ -245,7 +247,7 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scenario):
     procs = Processes(tmp_path, _environment(tmp_path, link_port))
     out, submit = tmp_path / "result.json", None
     try:
-        silos = _start_federation(procs, tmp_path, link_port, poisoned, scenario == "hcct")
+        silos = _start_federation(procs, tmp_path, link_port, poisoned, scenario in WARM)
         config = (
             f'scheme="{scheme}" epochs={EPOCHS} n-clients={N_CLIENTS} round-timeout=60.0'
             f' json-out="{out}" silo-nodes="{" ".join(map(str, silos))}"{extra}'
@@ -261,7 +263,7 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scenario):
         epoch1 = lambda: "ROUND epoch-1]" in procs.log(f"silo{DEAD}")  # noqa: E731
         wait_for(epoch1, 600, "epoch 1 to reach the silo")  # room for a loaded machine
         procs.kill(f"silo{DEAD}")
-        if scenario == "hcct":
+        if scenario in WARM:
             procs.kill(f"exec{DEAD}")
         wait_for(out.exists, patience, "the result JSON")
         result = json.loads(out.read_text())

@@ -49,7 +49,7 @@ class InlineGrid:
     def __init__(self, client_app, node_configs: dict, run_id: int = 1):
         # a Message built outside a Flower process needs the run's identity
         TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = run_id, 0, 1
-        self.app, self.run_id, self.waiting = client_app, run_id, {}
+        self.app, self.waiting = client_app, {}
         self.contexts = {
             n: Context(
                 run_id=run_id, node_id=n, node_config=dict(c), state=RecordDict(), run_config={}

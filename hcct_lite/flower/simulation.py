@@ -42,7 +42,17 @@ def run_flower_simulation(
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
     if engine == "inline":
-        return _run_inline(cfg, json_path)
+        result = _run_inline(cfg)
+    else:
+        result = _run_ray(cfg, json_path, backend_name, verbose, startup_wait)
+    result["engine"] = engine
+    if json_path:
+        write_json(json_path, result)
+    return result
+
+
+def _run_ray(cfg, json_path, backend_name, verbose, startup_wait) -> dict:
+    """Flower's simulation engine; the ServerApp writes the result, read back here."""
     if startup_wait:  # asked for: it wins over any earlier setting in this process
         os.environ["RAY_raylet_start_wait_time_s"] = str(int(startup_wait))
     else:  # a value the caller's environment already gives Ray is kept
@@ -68,14 +78,10 @@ def run_flower_simulation(
     if not os.path.exists(out):
         raise RuntimeError("the Flower simulation ended without a result (see its log)")
     with open(out) as f:
-        result = json.load(f)
-    result["engine"] = "ray"
-    if json_path:
-        write_json(json_path, result)
-    return result
+        return json.load(f)
 
 
-def _run_inline(cfg, json_path) -> dict:
+def _run_inline(cfg) -> dict:
     from .client import make_client_app
     from .inline import InlineGrid
     from .server import run_on_grid
@@ -83,11 +89,7 @@ def _run_inline(cfg, json_path) -> dict:
     # node ids as a SuperLink draws them are arbitrary; client i is node 1000 + i here
     nodes = {1000 + i: {"partition-id": i, "num-partitions": cfg.n_clients}
              for i in range(cfg.n_clients)}  # fmt: skip
-    result = run_on_grid(InlineGrid(make_client_app(cfg), nodes), {}, cfg)
-    result["engine"] = "inline"
-    if json_path:
-        write_json(json_path, result)
-    return result
+    return run_on_grid(InlineGrid(make_client_app(cfg), nodes), {}, cfg)
 
 
 def _simulate(cfg, out: str, backend_name: str, verbose: bool) -> None:
