@@ -5,11 +5,13 @@
 
 Starts one ``flower-superlink`` and one ``flower-supernode`` per silo on 127.0.0.1 (without
 TLS: the certificates and keys of ``docs/deploy.md`` change the set-up, not the rounds),
-waits until every silo has connected, then times ``hcct-lite flower-run`` from submission to
-the ServerApp's result JSON. ``--fast-silos`` starts each SuperNode with
+waits until every silo has connected (and, with ``--fast-silos``, said it is warm), then
+times ``hcct-lite flower-run`` from submission to the ServerApp's result JSON and to its
+return. ``--fast-silos`` starts each SuperNode with
 ``--isolation process`` beside an ``hcct-lite silo-exec`` (one warm process per silo that
 forks for each message) instead of a fresh ``flwr-clientapp`` process per message.
-Prints one table; the deployment's result must equal ``hcct-lite run``'s groups.
+Prints the times, whether the deployment's groups equal ``hcct-lite run``'s, and where the
+time went, from the SuperNodes' log lines stamped on arrival (``round_breakdown``).
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+from hcct_lite.flower.silo_exec import READY
 
 BIN = Path(sys.executable).parent
 APP = Path(__file__).resolve().parents[1] / "hcct_lite" / "flower" / "app"
@@ -43,6 +48,43 @@ def _wait(condition, timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
+def _stamp(lines, path: Path) -> None:
+    """Copy a process's output to ``path``, each line after its arrival time (Unix s)."""
+    with open(path, "w") as log:
+        for line in lines:
+            log.write(f"{time.time():.3f} {line}")
+            log.flush()
+
+
+def _stamps(text: str, *words: str) -> list:
+    """The arrival times of the lines of a stamped log that contain one of ``words``."""
+    return [float(line.split()[0]) for line in text.splitlines() if any(w in line for w in words)]
+
+
+def round_breakdown(fed, submitted: float, finished: float) -> dict:
+    """Where the wall time went, from the SuperNodes' stamped "Receiving"/"Sending" lines.
+
+    Returns mean seconds per round of: ``spread`` (first to last silo receiving the
+    round's message), ``silo`` (one silo: message received to reply sent), ``between``
+    (last reply sent to the next round's first receipt); plus ``start`` (submission to the
+    first receipt), ``end`` (last reply to the result JSON) and ``rounds``.
+    """
+    got = [_stamps(fed.log(f"silo{i}"), "Receiving:") for i in range(fed.clients)]
+    sent = [_stamps(fed.log(f"silo{i}"), "Sending:") for i in range(fed.clients)]
+    rounds = min(map(len, got + sent))
+    first = [min(g[r] for g in got) for r in range(rounds)]
+    last = [max(s[r] for s in sent) for r in range(rounds)]
+    mean = lambda xs: sum(xs) / max(len(xs), 1)  # noqa: E731
+    return {
+        "rounds": rounds,
+        "start": first[0] - submitted,
+        "spread": mean([max(g[r] for g in got) - first[r] for r in range(rounds)]),
+        "silo": mean([s[r] - g[r] for g, s in zip(got, sent, strict=True) for r in range(rounds)]),
+        "between": mean([first[r + 1] - last[r] for r in range(rounds - 1)]),
+        "end": finished - last[-1],
+    }
+
+
 class _Federation:
     """SuperLink and SuperNodes as process groups, logs in ``folder``, stopped on exit."""
 
@@ -60,11 +102,14 @@ class _Federation:
         self.clients, self.fast = clients, fast
 
     def _start(self, name: str, *args: str) -> None:
-        log = open(self.folder / f"{name}.log", "w")  # noqa: SIM115 - closed by the OS
-        self.procs.append(subprocess.Popen(
-            [str(BIN / args[0]), *args[1:]], stdout=log, stderr=subprocess.STDOUT,
-            env=self.env, cwd=self.folder, start_new_session=True,
-        ))  # fmt: skip
+        proc = subprocess.Popen(
+            [str(BIN / args[0]), *args[1:]], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env=self.env, cwd=self.folder, start_new_session=True, text=True, errors="replace",
+        )  # fmt: skip
+        self.procs.append(proc)
+        copy = threading.Thread(target=_stamp, args=(proc.stdout, self.folder / f"{name}.log"))
+        copy.daemon = True
+        copy.start()
 
     def log(self, name: str) -> str:
         return (self.folder / f"{name}.log").read_text(errors="replace")
@@ -84,6 +129,8 @@ class _Federation:
                             f"127.0.0.1:{port}", "--insecure")  # fmt: skip
         for i in range(self.clients):
             _wait(lambda i=i: "SuperNode ID" in self.log(f"silo{i}"), 120, f"silo {i}")
+            if self.fast:  # timing starts once every silo is warm, not while it imports
+                _wait(lambda i=i: READY in self.log(f"exec{i}"), 120, f"silo-exec {i}")
 
     def stop(self) -> None:
         for p in self.procs:
@@ -93,26 +140,29 @@ class _Federation:
 
 
 def _deployment_seconds(args, folder: Path) -> tuple:
-    """(seconds from submission to the result JSON, the result)."""
+    """Seconds from submission to the result JSON and to flower-run's return, where the
+    time went (``round_breakdown``), and the result."""
     fed = _Federation(folder, args.clients, args.fast_silos)
     out = folder / "result.json"
     config = (f'task="{args.task}" scheme="hcct" epochs={args.epochs} '
               f'n-clients={args.clients} json-out="{out}"')  # fmt: skip
     try:
         fed.start()
-        t0 = time.perf_counter()
+        t0, submitted = time.perf_counter(), time.time()
         submit = subprocess.Popen(
             [str(BIN / "hcct-lite"), "flower-run", str(APP), "local", "--run-config", config],
             env=fed.env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         _wait(out.exists, 3600, "the result JSON")
-        seconds = time.perf_counter() - t0
+        seconds, finished = time.perf_counter() - t0, time.time()
         said = submit.communicate(timeout=300)[0]
+        returned = time.perf_counter() - t0
         if submit.returncode != 0:
             raise RuntimeError(f"the run did not complete: {said}")
+        parts = round_breakdown(fed, submitted, finished)
     finally:
         fed.stop()
-    return seconds, json.loads(out.read_text())
+    return seconds, returned, parts, json.loads(out.read_text())
 
 
 def main(argv=None) -> None:
@@ -137,7 +187,7 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         if args.logs:
             os.makedirs(args.logs, exist_ok=False)
-        seconds, result = _deployment_seconds(args, Path(args.logs or folder))
+        seconds, returned, parts, result = _deployment_seconds(args, Path(args.logs or folder))
     same = [e["groups"] for e in result["history"]] == [e["groups"] for e in local["history"]]
     kind = "warm silos (silo-exec)" if args.fast_silos else "a process per message"
     print(f"{args.task}, {args.clients} silos, {args.epochs} epochs, HCCT, {kind}")
@@ -146,7 +196,17 @@ def main(argv=None) -> None:
     print(f"| `hcct-lite run` | {engine:.1f} | 1.0 |")
     print(f"| rehearsal deployment, submission to result | {seconds:.1f} "
           f"| {seconds / engine:.1f} |")  # fmt: skip
+    print(f"| ... to `hcct-lite flower-run`'s return | {returned:.1f} | {returned / engine:.1f} |")
     print(f"same groups every epoch as `hcct-lite run`: {same}")
+    print(f"\nwhere it went ({parts['rounds']} rounds; the SuperNodes' stamped log lines)")
+    print("| part | seconds |")
+    print("|---|---|")
+    print(f"| submission to the first silo receiving a message | {parts['start']:.1f} |")
+    print(f"| per round: first to last silo receiving the message | {parts['spread']:.2f} |")
+    print(f"| per round: one silo, message received to reply sent | {parts['silo']:.2f} |")
+    print(f"| per round: last reply sent to the next round's first receipt | "
+          f"{parts['between']:.2f} |")  # fmt: skip
+    print(f"| last reply sent to the result JSON | {parts['end']:.1f} |")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import pytest
 pytest.importorskip("flwr")
 
 import hcct_lite.flower  # noqa: E402
+from hcct_lite.flower.silo_exec import READY  # noqa: E402
 
 BIN = Path(sys.executable).parent
 APP = Path(hcct_lite.flower.__file__).parent / "app"
@@ -213,6 +214,8 @@ def _start_federation(
                         f"127.0.0.1:{port}", "--insecure")  # fmt: skip
     for i in range(N_CLIENTS):
         wait_for(lambda i=i: "SuperNode ID" in procs.log(f"silo{i}"), 60, f"silo {i}")
+        if warm:  # the warm silo says when its imports are done
+            wait_for(lambda i=i: READY in procs.log(f"exec{i}"), 120, f"silo-exec {i}")
     # an unregistered key is refused: the SuperNode gives up, never gets an id
     wait_for(lambda: procs.procs["intruder"].poll() is not None, 60, "the intruder's exit")
     assert procs.procs["intruder"].returncode != 0

@@ -10,24 +10,28 @@ from hcct_lite.flower.submit import submit_and_wait
 
 
 def fake_flwr(statuses, submitted=True):
-    """A stand-in for the flwr command: ``run`` answers a run id, ``ls`` each status in turn."""
+    """Stand-ins for the flwr command (``run`` answers a run id) and for the SuperLink's
+    status reader (each status in turn); ``calls`` records what was asked, in order."""
     calls = []
     left = list(statuses)
 
     def runner(args, **_):
         calls.append(args[1])
-        if args[1] == "run":
-            body = {"success": submitted, "run-id": "42" if submitted else None}
-            if not submitted:
-                body["error-message"] = "could not connect to the SuperLink"
-            return SimpleNamespace(
-                returncode=0 if submitted else 1, stdout=json.dumps(body), stderr=""
-            )
-        status = left.pop(0) if len(left) > 1 else left[0]
-        body = {"success": True, "runs": [{"run-id": "42", "status": status}]}
-        return SimpleNamespace(returncode=0, stdout="Loading...\n" + json.dumps(body), stderr="")
+        body = {"success": submitted, "run-id": "42" if submitted else None}
+        if not submitted:
+            body["error-message"] = "could not connect to the SuperLink"
+        return SimpleNamespace(returncode=0 if submitted else 1, stdout=json.dumps(body), stderr="")
 
-    return runner, calls
+    def status_reader(federation):
+        def status_of(run_id):
+            calls.append(f"status {federation} {run_id}")
+            if left[0] == "unreachable":
+                raise ConnectionError("connection refused")
+            return left.pop(0) if len(left) > 1 else left[0]
+
+        return status_of, lambda: calls.append("close")
+
+    return runner, status_reader, calls
 
 
 class Clock:
@@ -49,18 +53,33 @@ class Clock:
      (["running"], 1, "still running after 10 s")],
 )  # fmt: skip
 def test_the_exit_status_follows_the_runs_outcome(statuses, code, words):
-    runner, calls = fake_flwr(statuses)
+    runner, status_reader, calls = fake_flwr(statuses)
     clock = Clock()
-    got, message = submit_and_wait("app", "fed", "epochs=1", timeout=10, poll=2,
-                                   runner=runner, clock=clock, sleep=clock.sleep)  # fmt: skip
+    got, message = submit_and_wait(
+        "app", "fed", "epochs=1", timeout=10, poll=2, runner=runner, clock=clock,
+        sleep=clock.sleep, status_reader=status_reader,
+    )  # fmt: skip
     assert got == code and words in message and "run 42" in message
-    assert calls[0] == "run" and set(calls[1:]) == {"ls"}
+    assert calls[0] == "run" and calls[-1] == "close"
+    assert set(calls[1:-1]) == {"status fed 42"}
+    # asked until finished, once per poll (10 s at 2 s: 5 asks when it never finishes)
+    assert len(calls) - 2 == (5 if code == 1 and "still" in words else len(statuses))
 
 
 def test_a_refused_submission_names_flwrs_reason():
-    runner, _ = fake_flwr(["running"], submitted=False)
+    runner, status_reader, calls = fake_flwr(["running"], submitted=False)
     with pytest.raises(RuntimeError, match="flwr run failed: could not connect"):
-        submit_and_wait("app", "fed", runner=runner)
+        submit_and_wait("app", "fed", runner=runner, status_reader=status_reader)
+    assert calls == ["run"]  # no connection to the SuperLink is opened for a refused run
+
+
+def test_a_superlink_that_stops_answering_is_a_sentence_and_the_connection_is_closed():
+    runner, status_reader, calls = fake_flwr(["unreachable"])
+    clock = Clock()
+    with pytest.raises(RuntimeError, match="run 42's status failed: connection refused"):
+        submit_and_wait("app", "fed", runner=runner, clock=clock, sleep=clock.sleep,
+                        status_reader=status_reader)  # fmt: skip
+    assert calls[-1] == "close"
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "nan", "inf"])

@@ -22,12 +22,13 @@ import os
 import signal
 import sys
 
-__all__ = ["run_silo_exec", "make_fork_executor"]
+__all__ = ["run_silo_exec", "make_fork_executor", "READY"]
 
 log = logging.getLogger("hcct_lite")
 
 # Seconds between two asks to the SuperNode for a task (FLWR_SUPEREXEC_TASK_POLL_INTERVAL wins)
 TASK_POLL_SECONDS = 0.1
+READY = "silo-exec: warm (torch, Flower and hcct-lite imported), serving ClientApp tasks"
 
 
 def _warm_imports() -> None:
@@ -134,6 +135,8 @@ def run_silo_exec(runtime_api_address: str, insecure: bool = False, root_certifi
     certificates = validate_and_resolve_root_certificates(root_certificates, insecure)
     _warm_imports()
     executor = make_fork_executor(certificates)
+    # one line an operator (or a script) can wait for: from here a task costs a fork
+    print(f"{READY} for the SuperNode at {runtime_api_address}", file=sys.stderr, flush=True)
     # Flower's own loop, with this process's executor in place of a new process per task;
     # it asks the SuperNode for a task every second by default, a local call worth 0.1 s
     os.environ.setdefault("FLWR_SUPEREXEC_TASK_POLL_INTERVAL", str(TASK_POLL_SECONDS))

@@ -1,8 +1,10 @@
 """``hcct-lite flower-run``: submit a run to a SuperLink and wait for its outcome.
 
 ``flwr run`` returns as soon as the SuperLink has accepted the run, with status 0 even if
-the ServerApp then fails. This wrapper submits the run, polls ``flwr ls`` until the run
-has finished, and returns 0 only if it completed.
+the ServerApp then fails. This wrapper submits the run with ``flwr run``, asks the
+SuperLink for the run's status every second until the run has finished (what ``flwr ls``
+asks, from this process: a ``flwr ls`` process costs about a second of CPU each time), and
+returns 0 only if it completed.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import subprocess
 import sys
 import time
 
-__all__ = ["submit_and_wait"]
+__all__ = ["submit_and_wait", "flower_status_reader"]
 
 
 def _flwr() -> str:
@@ -37,17 +39,44 @@ def _json_of(proc, what: str) -> dict:
     return data
 
 
+def flower_status_reader(federation: str):
+    """``(status_of, close)``: ``status_of(run_id)`` is the run's status as ``flwr ls`` shows it.
+
+    Connects as ``flwr ls`` does (the SuperLink's entry in Flower's config.toml, its TLS
+    root certificates and stored login), once; each call is one Control API request.
+    """
+    from flwr.cli.flower_config import read_superlink_connection
+    from flwr.cli.utils import init_http_client_from_connection
+    from flwr.common.serde import run_from_proto
+    from flwr.proto.control_pb2 import ListRunsRequest  # pylint: disable=E0611
+
+    client = init_http_client_from_connection(read_superlink_connection(federation))
+
+    def status_of(run_id) -> str:
+        reply = client.ListRuns(ListRunsRequest(run_id=int(run_id)))
+        runs = [run_from_proto(proto).status for proto in reply.run_dict.values()]
+        if not runs:
+            return "unknown"
+        return f"{runs[0].status}:{runs[0].sub_status}" if runs[0].sub_status else runs[0].status
+
+    return status_of, client.close
+
+
 def submit_and_wait(
     app: str,
     federation: str,
     run_config: str = "",
     timeout: float = 3600.0,
-    poll: float = 5.0,
+    poll: float = 1.0,
     runner=subprocess.run,
     clock=time.monotonic,
     sleep=time.sleep,
+    status_reader=flower_status_reader,
 ) -> tuple:
     """Submit ``app`` to ``federation`` and wait until the run finishes.
+
+    ``status_reader(federation)`` gives ``(status_of, close)`` (default: Flower's Control
+    API, see ``flower_status_reader``); it is called after the submission succeeded.
 
     Returns
     -------
@@ -56,18 +85,23 @@ def submit_and_wait(
     """
     if not (math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"--timeout must be a positive number of seconds; got {timeout}")
-    flwr = _flwr()
-    args = [flwr, "run", app, federation, "--format", "json"]
+    args = [_flwr(), "run", app, federation, "--format", "json"]
     if run_config:
         args += ["--run-config", run_config]
     run_id = _json_of(runner(args, capture_output=True, text=True), "flwr run")["run-id"]
+    status_of, close = status_reader(federation)
     deadline, status = clock() + timeout, "unknown"
-    while clock() < deadline:
-        ls = [flwr, "ls", federation, "--run-id", str(run_id), "--format", "json"]
-        runs = _json_of(runner(ls, capture_output=True, text=True), "flwr ls")["runs"]
-        status = runs[0]["status"] if runs else "unknown"
-        if status.startswith("finished"):
-            ok = status.endswith(":completed")
-            return (0 if ok else 1), f"run {run_id}: {status}"
-        sleep(poll)
+    try:
+        while clock() < deadline:
+            try:
+                status = status_of(run_id)
+            except Exception as err:  # noqa: BLE001 - any failure to ask is reported as one
+                raise RuntimeError(f"asking the SuperLink for run {run_id}'s status failed: "
+                                   f"{err}") from err  # fmt: skip
+            if status.startswith("finished"):
+                ok = status.endswith(":completed")
+                return (0 if ok else 1), f"run {run_id}: {status}"
+            sleep(poll)
+    finally:
+        close()
     return 1, f"run {run_id}: still {status} after {timeout:g} s"
