@@ -71,8 +71,11 @@ def test_a_simulation_that_fails_to_start_is_retried_once(tmp_path, monkeypatch,
     assert len(calls) == 2 and "retrying once" in caplog.text
     assert simulation.os.environ["RAY_raylet_start_wait_time_s"] == "150"
     assert simulation.os.environ["RAY_worker_niceness"] == "0"  # silos not starved by load
+    assert json.loads(out.read_text()) == result and str(out) not in calls
     monkeypatch.setattr(simulation, "_simulate", lambda *a: None)  # never a result
+    stale = tmp_path / "stale.json"  # an earlier run's result where this one is to go
+    stale.write_text(json.dumps({"runtime": "flower", "engine": "ray"}))
     with pytest.raises(RuntimeError, match="ended without a result"):
-        simulation.run_flower_simulation(cfg, str(tmp_path / "none.json"), engine="ray")
+        simulation.run_flower_simulation(cfg, str(stale), engine="ray")
     with pytest.raises(ValueError, match="engine must be one of inline, ray; got 'spark'"):
         simulation.run_flower_simulation(cfg, engine="spark")

@@ -44,15 +44,19 @@ def run_flower_simulation(
     if engine == "inline":
         result = _run_inline(cfg)
     else:
-        result = _run_ray(cfg, json_path, backend_name, verbose, startup_wait)
+        result = _run_ray(cfg, backend_name, verbose, startup_wait)
     result["engine"] = engine
     if json_path:
         write_json(json_path, result)
     return result
 
 
-def _run_ray(cfg, json_path, backend_name, verbose, startup_wait) -> dict:
-    """Flower's simulation engine; the ServerApp writes the result, read back here."""
+def _run_ray(cfg, backend_name, verbose, startup_wait) -> dict:
+    """Flower's simulation engine; the result, as the ServerApp wrote it, read back.
+
+    The ServerApp writes to a fresh temporary file, so a result file left by an earlier run
+    never passes for this run's.
+    """
     if startup_wait:  # asked for: it wins over any earlier setting in this process
         os.environ["RAY_raylet_start_wait_time_s"] = str(int(startup_wait))
     else:  # a value the caller's environment already gives Ray is kept
@@ -61,7 +65,13 @@ def _run_ray(cfg, json_path, backend_name, verbose, startup_wait) -> dict:
     # Ray runs its workers at nice 15: beside any other busy process the silos then starve
     # (4 % of a core each under a load of 10; no silo enrolled in 300 s). Equal footing:
     os.environ.setdefault("RAY_worker_niceness", "0")
-    out = json_path or os.path.join(tempfile.mkdtemp(prefix="hcct-flower-"), "result.json")
+    with tempfile.TemporaryDirectory(prefix="hcct-flower-") as folder:
+        return _simulate_with_retry(cfg, os.path.join(folder, "result.json"), backend_name,
+                                    verbose)  # fmt: skip
+
+
+def _simulate_with_retry(cfg, out: str, backend_name: str, verbose: bool) -> dict:
+    """Run the Ray simulation, once more if it fails or ends without writing ``out``."""
     for attempt in (1, 2):
         try:
             _simulate(cfg, out, backend_name, verbose)
