@@ -25,9 +25,10 @@ def fake_flwr(statuses, submitted=True):
     def status_reader(federation):
         def status_of(run_id):
             calls.append(f"status {federation} {run_id}")
-            if left[0] == "unreachable":
+            status = left.pop(0) if len(left) > 1 else left[0]
+            if status == "unreachable":
                 raise ConnectionError("connection refused")
-            return left.pop(0) if len(left) > 1 else left[0]
+            return status
 
         return status_of, lambda: calls.append("close")
 
@@ -76,10 +77,21 @@ def test_a_refused_submission_names_flwrs_reason():
 def test_a_superlink_that_stops_answering_is_a_sentence_and_the_connection_is_closed():
     runner, status_reader, calls = fake_flwr(["unreachable"])
     clock = Clock()
-    with pytest.raises(RuntimeError, match="run 42's status failed: connection refused"):
+    with pytest.raises(RuntimeError, match="run 42's status failed 5 times in a row: conn"):
         submit_and_wait("app", "fed", runner=runner, clock=clock, sleep=clock.sleep,
                         status_reader=status_reader)  # fmt: skip
-    assert calls[-1] == "close"
+    assert calls.count("status fed 42") == 5 and calls[-1] == "close"
+
+
+def test_a_lost_answer_or_two_do_not_end_the_wait():
+    runner, status_reader, calls = fake_flwr(
+        ["running", "unreachable", "unreachable", "running", "finished:completed"]
+    )
+    clock = Clock()
+    got, message = submit_and_wait("app", "fed", runner=runner, clock=clock,
+                                   sleep=clock.sleep, status_reader=status_reader)  # fmt: skip
+    assert (got, message) == (0, "run 42: finished:completed")
+    assert calls.count("status fed 42") == 5
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "nan", "inf"])

@@ -20,6 +20,10 @@ import time
 __all__ = ["submit_and_wait", "flower_status_reader"]
 
 
+# consecutive failed status asks after which flower-run gives up (the run goes on)
+FAILED_ASKS = 5
+
+
 def _flwr() -> str:
     here = os.path.join(os.path.dirname(sys.executable), "flwr")
     return here if os.path.exists(here) else shutil.which("flwr") or "flwr"
@@ -91,13 +95,16 @@ def submit_and_wait(
     run_id = _json_of(runner(args, capture_output=True, text=True), "flwr run")["run-id"]
     status_of, close = status_reader(federation)
     deadline, status = clock() + timeout, "unknown"
+    failed = 0
     try:
         while clock() < deadline:
             try:
-                status = status_of(run_id)
+                status, failed = status_of(run_id), 0
             except Exception as err:  # noqa: BLE001 - any failure to ask is reported as one
-                raise RuntimeError(f"asking the SuperLink for run {run_id}'s status failed: "
-                                   f"{err}") from err  # fmt: skip
+                failed += 1
+                if failed == FAILED_ASKS:  # one lost answer does not give up on a long run
+                    raise RuntimeError(f"asking the SuperLink for run {run_id}'s status failed "
+                                       f"{failed} times in a row: {err}") from err  # fmt: skip
             if status.startswith("finished"):
                 ok = status.endswith(":completed")
                 return (0 if ok else 1), f"run {run_id}: {status}"
