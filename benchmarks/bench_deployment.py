@@ -48,17 +48,18 @@ def _wait(condition, timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
-def _stamp(lines, path: Path) -> None:
-    """Copy a process's output to ``path``, each line after its arrival time (Unix s)."""
-    with open(path, "w") as log:
+def _stamp(lines, log) -> None:
+    """Copy a process's output to the open file ``log``, each line after its arrival time
+    (Unix s), and close it."""
+    with log:
         for line in lines:
             log.write(f"{time.time():.3f} {line}")
             log.flush()
 
 
-def _stamps(text: str, *words: str) -> list:
-    """The arrival times of the lines of a stamped log that contain one of ``words``."""
-    return [float(line.split()[0]) for line in text.splitlines() if any(w in line for w in words)]
+def _stamps(text: str, word: str) -> list:
+    """The arrival times of the lines of a stamped log that contain ``word``."""
+    return [float(line.split()[0]) for line in text.splitlines() if word in line]
 
 
 def round_breakdown(fed, submitted: float, finished: float) -> dict:
@@ -69,8 +70,8 @@ def round_breakdown(fed, submitted: float, finished: float) -> dict:
     (last reply sent to the next round's first receipt); plus ``start`` (submission to the
     first receipt), ``end`` (last reply to the result JSON) and ``rounds``.
     """
-    got = [_stamps(fed.log(f"silo{i}"), "Receiving:") for i in range(fed.clients)]
-    sent = [_stamps(fed.log(f"silo{i}"), "Sending:") for i in range(fed.clients)]
+    logs = [fed.log(f"silo{i}") for i in range(fed.clients)]
+    got, sent = [_stamps(t, "Receiving:") for t in logs], [_stamps(t, "Sending:") for t in logs]
     rounds = min(map(len, got + sent))
     first = [min(g[r] for g in got) for r in range(rounds)]
     last = [max(s[r] for s in sent) for r in range(rounds)]
@@ -107,7 +108,9 @@ class _Federation:
             env=self.env, cwd=self.folder, start_new_session=True, text=True, errors="replace",
         )  # fmt: skip
         self.procs.append(proc)
-        copy = threading.Thread(target=_stamp, args=(proc.stdout, self.folder / f"{name}.log"))
+        # the file exists once this returns: log() may read it before any line arrives
+        log = open(self.folder / f"{name}.log", "w")  # noqa: SIM115 - _stamp closes it
+        copy = threading.Thread(target=_stamp, args=(proc.stdout, log))
         copy.daemon = True
         copy.start()
 

@@ -58,10 +58,11 @@ def flower_status_reader(federation: str):
 
     def status_of(run_id) -> str:
         reply = client.ListRuns(ListRunsRequest(run_id=int(run_id)))
-        runs = [run_from_proto(proto).status for proto in reply.run_dict.values()]
-        if not runs:
+        states = [run_from_proto(proto).status for proto in reply.run_dict.values()]
+        if not states:
             return "unknown"
-        return f"{runs[0].status}:{runs[0].sub_status}" if runs[0].sub_status else runs[0].status
+        state = states[0]
+        return f"{state.status}:{state.sub_status}" if state.sub_status else state.status
 
     return status_of, client.close
 
