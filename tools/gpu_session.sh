@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One lease of a GPU machine: the missing runs of the given grids before a deadline, the
+# card sampled every 2 s, and what came back packed into $OUT.
+#   OUT=/some/dir HCCT_DATA_DIR=... bash tools/gpu_session.sh SECONDS GRID...
+# Runs share the card through CUDA MPS where the machine can start it (the same kernels,
+# so the same arithmetic; processes' kernels overlap instead of taking turns).
+set -u
+deadline=$1
+shift
+out=${OUT:?set OUT to the folder that comes back}
+t0=$(date +%s)
+touch /tmp/gpu-session-start
+nvidia-smi > "$out/nvidia-smi.txt" 2>&1
+python3 -c 'import torch, numpy; print("torch", torch.__version__, "numpy", numpy.__version__)'
+
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+mps=off
+if nvidia-cuda-mps-control -d 2> "$out/mps.txt" \
+  && timeout 60 python3 -c 'import torch; assert torch.ones(8, device="cuda").sum().item() == 8'; then
+  mps=on
+else
+  echo quit | nvidia-cuda-mps-control 2> /dev/null
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+fi
+echo "MPS $mps after $(($(date +%s) - t0)) s" | tee -a "$out/mps.txt"
+
+nvidia-smi --query-gpu=timestamp,utilization.gpu,utilization.memory,memory.used,memory.total \
+  --format=csv,noheader,nounits -l 2 > "$out/gpu.csv" 2>&1 &
+smi=$!
+
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
+left=$((deadline - ($(date +%s) - t0)))
+timeout $((left + 20)) python3 tools/gpu_grids.py --grids "$@" --workers "${WORKERS:-13}" \
+  --deadline "$left" --log "$out/runs.jsonl" ${GRID_ARGS:-} 2>&1 | tee "$out/grid.log"
+kill $smi 2> /dev/null
+find results -name '*.json' -newer /tmp/gpu-session-start -print0 \
+  | tar czf "$out/results.tgz" --null -T -
+echo "packed $(tar tzf "$out/results.tgz" | wc -l) result files after $(($(date +%s) - t0)) s"
