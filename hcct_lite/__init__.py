@@ -53,7 +53,7 @@ _TEACHING = {
     ],
     "hcct_lite.experiments.figure_checks": [
         "incoming_curves", "alpha_ratio_errors", "alpha_ratio_stats", "fixed_k_summary",
-        "planned_ks", "complete_sizes", "figure_claims",
+        "planned_ks", "complete_sizes", "figure_claims", "seeds_by_size", "limited_k_margins",
     ],
     "hcct_lite.experiments.decisions": [
         "DECISION_GRIDS", "decision_runs", "truth_agreement", "consecutive_agreement",
@@ -67,7 +67,9 @@ _TEACHING = {
         "buffer_summary", "scheme_summary", "alpha_summary", "validated_alpha",
         "break_even_grid", "iid_summary", "misleads_claims", "rotation_agreement",
     ],
-    "hcct_lite.experiments.paper": ["TABLE_II", "TABLE_IV", "TABLE_V", "FIGURES"],
+    "hcct_lite.experiments.paper": [
+        "TABLE_II", "TABLE_III_ALPHA", "TABLE_IV", "TABLE_V", "FIGURES",
+    ],
     "hcct_lite.experiments.results": ["to_text"],
     "hcct_lite.experiments.report_tables": [
         "protocol_table", "per_client_rows", "by_scheme", "setup_table",

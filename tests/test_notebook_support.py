@@ -16,7 +16,7 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output  # noqa: E402
 from strip_notebooks import strip_notebook  # noqa: E402
 
 from hcct_lite.experiments.motivating_example import PATTERNS, motivating_table, pattern_means  # noqa: E402
-from hcct_lite.experiments.paper import TABLE_II, TABLE_IV, TABLE_V  # noqa: E402
+from hcct_lite.experiments.paper import TABLE_II, TABLE_III_ALPHA, TABLE_IV, TABLE_V  # noqa: E402
 from hcct_lite.experiments.results import beside_paper  # noqa: E402
 from hcct_lite.experiments.runner import settings_dir  # noqa: E402
 from hcct_lite.training.config import make_config, parse_partition  # noqa: E402
@@ -52,6 +52,14 @@ def test_paper_tables_are_complete():
     assert set(PATTERNS) == set(TABLE_II)
     assert all(set(v) == {"digit", "fmnist", "cifar10"} for v in TABLE_IV.values())
     assert TABLE_V["hcct"][0] == TABLE_IV["hcct"]["digit"][0]
+
+
+def test_each_task_runs_at_table_iii_alpha():
+    from hcct_lite.training.config import make_config
+
+    for scheme, by_task in TABLE_III_ALPHA.items():
+        for task, alpha in by_task.items():
+            assert make_config(task, scheme, 0).alpha == alpha, (scheme, task)
 
 
 def test_table1_and_pattern_means():

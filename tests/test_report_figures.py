@@ -104,20 +104,21 @@ def _k_run(n, k, error, utility):
 def test_fixed_k_verdict_names_the_best_k_and_pending_grids(tmp_path):
     ks = [1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20]
     _write(tmp_path, "fixed-k-digit", [_k_run(20, k, 5 + abs(k - 10), -abs(k - 10)) for k in ks])
-    fig4, fig5, fig6, fig7 = figure_sections(str(tmp_path))
-    assert "lowest error at K = 10 (5.00), against 14.00 at K = 1 and 15.00 at K = 20" in fig6
-    assert "K = 10 holds" in fig6
-    assert fig4.endswith("pending") and fig5.endswith("pending") and fig7.endswith("pending")
+    fig3, fig4, fig5, fig6 = figure_sections(str(tmp_path))
+    assert "lowest error at K = 10 (5.00), against 14.00 at K = 1 and 15.00 at K = 20" in fig5
+    assert "K = 10 holds" in fig5
+    assert fig3.endswith("pending") and fig4.endswith("pending") and fig6.endswith("pending")
 
 
 def test_a_partly_run_size_is_shown_pending_and_not_judged(tmp_path):
     runs = [_k_run(10, k, e, k) for k, e in ((1, 9.0), (2, 8.0), (5, 7.0), (10, 12.0))]
     runs += [_k_run(20, k, 1.0, k) for k in (1, 2)]
     _write(tmp_path, "k-vs-n-digit", runs)
-    fig7 = figure_sections(str(tmp_path))[3]
-    assert "| 5 | pending | pending |" in fig7 and "N = 20: K = 5, 10, 20 pending" in fig7
-    assert "N = 10: lowest error at K = 5 (7.00), against 9.00 at K = 1 and 12.00" in fig7
-    assert fig7.endswith("holds at N = 10; N = 20, 30, 40, 50 pending.")
+    fig6 = figure_sections(str(tmp_path))[3]
+    assert "| 5 | pending | pending |" in fig6 and "N = 20: K = 5, 10, 20 pending" in fig6
+    assert "N = 10: lowest error at K = 5 (7.00), against 9.00 at K = 1 and 12.00" in fig6
+    assert "holds at N = 10; N = 20, 30, 40, 50 pending." in fig6
+    assert "N = 10: K = 5, +2.00 points, at 1 of 1 seed." in fig6
 
 
 def test_figure_claims_follow_the_runs():
@@ -156,3 +157,14 @@ def test_the_kernel_section_names_each_rerun_and_summarises_per_grid(tmp_path):
     text = kernel_section(str(tmp_path))
     assert "| schemes-fmnist/hcct-seed0 | default → avx512 | 50% | 0.750 | 23 | -0.25 |" in text
     assert "schemes-fmnist: 1 of 2 reruns reproduce" in text and "0.25 at most" in text
+
+
+def test_complete_seeds_judges_each_federation_size_apart():
+    # N = 10 has both K at seeds 0 and 1; N = 20 has both only at seed 0
+    runs = [
+        _run(f"n{n}-k{k}", s, {"n_clients": n}) for n in (10, 20) for k in (1, 2) for s in (0, 1)
+    ]
+    runs = [r for r in runs if r["name"] != "n20-k2-seed1"]
+    kept = sorted(r["name"] for r in complete_seeds(runs))
+    assert kept == ["n10-k1-seed0", "n10-k1-seed1", "n10-k2-seed0", "n10-k2-seed1",
+                    "n20-k1-seed0", "n20-k2-seed0"]  # fmt: skip

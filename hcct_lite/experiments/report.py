@@ -79,9 +79,9 @@ def _status_section(out_dir) -> str:
             to_markdown(["grid", "runs done / planned", "device", "run seconds (sum)"], rows),
             "",
             "A grid resumes where it stopped: `hcct-lite reproduce --grids NAME --device cuda` "
-            "runs only its missing files. Run seconds on a GPU were measured with 14 or 15 runs "
+            "runs only its missing files. Run seconds on a GPU were measured with 5 to 15 runs "
             "sharing one GPU and 16 CPU cores, so one run alone is faster; `results/README.md` "
-            "budgets the grids still to run.",
+            "gives the throughput measured and budgets the grids still to run.",
         ]
     )
 

@@ -55,13 +55,21 @@ def complete_seeds(runs) -> list:
     """The runs of the seeds that every variant present has run, so means compare alike.
 
     A partly shipped grid (say K = 1..20 at seed 0 but only K = 1..3 at seed 1) would
-    otherwise average some variants over more seeds than others.
+    otherwise average some variants over more seeds than others. Federations of different
+    sizes (``config["n_clients"]``, Fig. 6's N) are separate comparisons: each keeps the
+    seeds that all of its own variants have.
     """
-    seeds = {}
+    by_size = {}
     for r in runs:
-        seeds.setdefault(variant(r), set()).add(r["seed"])
-    keep = set.intersection(*seeds.values()) if seeds else set()
-    return [r for r in runs if r["seed"] in keep]
+        by_size.setdefault(r.get("config", {}).get("n_clients"), []).append(r)
+    keep = set()
+    for group in by_size.values():
+        seeds = {}
+        for r in group:
+            seeds.setdefault(variant(r), set()).add(r["seed"])
+        common = set.intersection(*seeds.values())
+        keep |= {id(r) for r in group if r["seed"] in common}
+    return [r for r in runs if id(r) in keep]
 
 
 def grid_status(out_dir: str) -> list:

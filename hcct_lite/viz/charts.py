@@ -96,18 +96,22 @@ def plot_fixed_k(ks, errors, utilities=None, ax=None):
     return ax
 
 
-def plot_fixed_k_by_size(summary: dict, ax=None, partial=()):
+def plot_fixed_k_by_size(summary: dict, ax=None, partial=(), seeds=None):
     """Fig. 6: mean test error against the fixed K, one line per federation size N.
 
     ``summary``: ``N -> (ks, errors, utilities)``, as from
     :func:`hcct_lite.experiments.figure_checks.fixed_k_summary`. ``partial``: the N whose
-    K are not all run yet, drawn dashed and labelled so. K is on a log axis, every K
-    labelled, so that K = 1, 2, 5 stay apart beside K = 50.
+    K are not all run yet, drawn dashed and labelled so. ``seeds``: ``N -> seeds`` averaged
+    (:func:`~hcct_lite.experiments.figure_checks.seeds_by_size`), named in the legend. K is
+    on a log axis, every K labelled, so that K = 1, 2, 5 stay apart beside K = 50.
     """
     ax = axes(ax)
     for n, (ks, errors, _) in sorted(summary.items()):
         part = n in partial
-        label = f"N = {n}" + (" (some K pending)" if part else "")
+        label = f"N = {n}"
+        if seeds is not None:
+            label += f", {len(seeds[n])} seed" + "s" * (len(seeds[n]) > 1)
+        label += " (some K pending)" if part else ""
         ax.plot(ks, errors, marker="o", linestyle="--" if part else "-", label=label)
     values = sorted({k for ks, _, _ in summary.values() for k in ks})
     ax.set_xscale("log")
