@@ -44,6 +44,9 @@ def test_book_has_every_notebook_and_no_cdn(site):
         assert not ONLINE.findall(text)  # nothing fetched online: no script, link or import
         assert "application/vnd.jupyter.widget" not in text  # no blank widget placeholders
         assert "data:image/png;base64" in text  # figures inline
+        # every figure has a one-line description for a screen reader
+        images = re.findall(r"<img [^>]*>", text)
+        assert images and all(re.search(r'alt="[^"]{20,}"', img) for img in images)
     for name in ("02_generalization_bound.html", "03_greedy_merges.html"):
         assert "Static page: this picture is the slider" in (out / name).read_text()
     assert all(p.name in (out / "index.html").read_text() for p in pages)
@@ -79,3 +82,22 @@ def test_book_page_typesets_maths_and_loads_figures_in_a_browser(site):
         assert len(images) >= 3 and all(images)
     finally:
         driver.quit()
+
+
+def test_a_figure_without_a_description_is_named():
+    import nbformat
+    from build_book import figure_descriptions, with_alt_text
+
+    png = {"output_type": "display_data", "data": {"image/png": "AAAA"}, "metadata": {}}
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("plot()", outputs=[png]), nbformat.v4.new_code_cell("")]
+    with pytest.raises(SystemExit, match="x.ipynb, cell 0: a figure without a description"):
+        figure_descriptions(nb, "x.ipynb")
+    nb.cells[0].metadata["alt"] = 'Error "against" K'
+    alts = figure_descriptions(nb, "x.ipynb")
+    page = '<p><img src="data:image/png;base64,AAAA"></p>'
+    assert with_alt_text(page, alts, "x") == (
+        '<p><img alt="Error &quot;against&quot; K" src="data:image/png;base64,AAAA"></p>'
+    )
+    with pytest.raises(SystemExit, match="2 figures on the page, 1 described"):
+        with_alt_text(page * 2, alts, "x")

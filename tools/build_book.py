@@ -23,6 +23,7 @@ from nbconvert import HTMLExporter
 from nbconvert.preprocessors import ExecutePreprocessor
 
 ROOT = Path(__file__).resolve().parents[1]
+IMG = '<img src="data:image/png;base64,'
 MATHJAX = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
 # the template's require.js, widget manager and mermaid come from CDNs: the notebooks draw
 # static pictures in the book (HCCT_STATIC_WIDGETS=1) and use no mermaid, so every script
@@ -68,6 +69,29 @@ def execute(nb, cwd: Path, timeout: int, env: dict):
     return nb
 
 
+def figure_descriptions(nb, name: str) -> list:
+    """The one-line description (cell metadata ``alt``) of every figure, in page order.
+
+    Raises ``SystemExit`` naming the notebook and cell of a figure without one.
+    """
+    alts = []
+    for i, cell in enumerate(nb.cells):
+        images = sum("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+        if images and not cell.metadata.get("alt"):
+            raise SystemExit(f"{name}, cell {i}: a figure without a description (metadata 'alt')")
+        alts += [cell.metadata.get("alt")] * images
+    return alts
+
+
+def with_alt_text(body: str, alts: list, name: str) -> str:
+    """Give the page's inline figures, in order, the descriptions ``alts``."""
+    parts = body.split(IMG)
+    if len(parts) - 1 != len(alts):
+        raise SystemExit(f"{name}: {len(parts) - 1} figures on the page, {len(alts)} described")
+    alt = [f'<img alt="{html.escape(a)}" src="data:image/png;base64,' for a in alts]
+    return parts[0] + "".join(a + rest for a, rest in zip(alt, parts[1:], strict=True))
+
+
 def render(notebook: Path, timeout: int = 600) -> tuple:
     """Execute ``notebook`` in shipped mode; return ``(title, html)``."""
     nb = nbformat.read(notebook, as_version=4)
@@ -78,11 +102,13 @@ def render(notebook: Path, timeout: int = 600) -> tuple:
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
     }
     execute(nb, notebook.parent, timeout, env)
+    alts = figure_descriptions(nb, notebook.name)
     first = next((c.source for c in nb.cells if c.cell_type == "markdown"), notebook.stem)
     title = first.splitlines()[0].lstrip("# ").strip()
     exporter = HTMLExporter(template_name="lab", mathjax_url=MATHJAX)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
     body = CDN_MODULE.sub("", CDN_SCRIPT.sub("", body))
+    body = with_alt_text(body, alts, notebook.name)
     tag = body.index(f'<script src="{MATHJAX.split("?")[0]}')
     return title, body[:tag] + FONTS + body[tag:]
 

@@ -26,6 +26,8 @@ __all__ = ["student_edition", "instructor_edition", "main"]
 ROOT = Path(__file__).resolve().parents[1]
 GUARD = "if hl.solutions_shown():\n"
 HIDDEN = "Solutions are hidden"
+# the kernel's inline backend records every figure as an output (Agg would record none)
+INLINE = "module://matplotlib_inline.backend_inline"
 # seconds per cell (HCCT_CELL_TIMEOUT overrides): a hung kernel fails, the cell named
 CELL_TIMEOUT = int(os.environ.get("HCCT_CELL_TIMEOUT", "600"))
 
@@ -74,7 +76,7 @@ def instructor_edition(nb):
 
 def _execute(nb, name: str, cwd: Path):
     try:
-        return execute(nb, cwd, CELL_TIMEOUT, {"HCCT_MODE": "shipped", "MPLBACKEND": "Agg"})
+        return execute(nb, cwd, CELL_TIMEOUT, {"HCCT_MODE": "shipped", "MPLBACKEND": INLINE})
     except (CellExecutionError, TimeoutError) as err:
         raise SystemExit(f"{name}: a cell failed in shipped mode:\n{str(err)[:2000]}") from None
 
