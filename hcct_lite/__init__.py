@@ -54,6 +54,7 @@ _TEACHING = {
     "hcct_lite.experiments.figure_checks": [
         "incoming_curves", "alpha_ratio_errors", "alpha_ratio_stats", "fixed_k_summary",
         "planned_ks", "complete_sizes", "figure_claims", "seeds_by_size", "limited_k_margins",
+        "fixed_k_std", "paired_wins",
     ],
     "hcct_lite.experiments.decisions": [
         "DECISION_GRIDS", "decision_runs", "truth_agreement", "consecutive_agreement",

@@ -88,7 +88,15 @@ def test_charts_draw():
     assert len(ax.get_lines()) == 1
     ax = plot_alpha_ratio({(0.1, 1.0): 5, (0.1, 10.0): 4, (0.5, 1.0): 3, (0.5, 10.0): 2})
     assert len(ax.get_lines()) == 2
-    plot_fixed_k([1, 2], [5, 4], [1.0, 2.0])
+    ax = plot_fixed_k([1, 2, 5], [5, 4, 6], [1.0, 2.0, 3.0], stds=[0.5, 0.2, 0.1])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "5"]  # every K, no 2.5
+    (bars,) = ax.containers[0].lines[2]  # the error bars: one segment per K, +- its std
+    np.testing.assert_allclose([seg[:, 1] for seg in bars.get_segments()],
+                               [[4.5, 5.5], [3.8, 4.2], [5.9, 6.1]])  # fmt: skip
+    summary = {10: ([1, 2, 10], [5, 4, 9], [0] * 3), 30: ([1, 2], [4, 3], [0] * 2)}
+    ax = plot_fixed_k_by_size(summary, partial=[30], seeds={10: [0, 1], 30: [0]})
+    styles = {line.get_label(): line.get_linestyle() for line in ax.get_lines()}
+    assert styles == {"N = 10, 2 seeds": "-", "N = 30, 1 seed (some K pending)": "--"}
     summary = {10: ([1, 2, 10], [5, 4, 9], [0] * 3), 30: ([1, 2], [4, 3], [0] * 2)}
     ax = plot_fixed_k_by_size(summary, partial=[30])
     styles = {line.get_label(): line.get_linestyle() for line in ax.get_lines()}

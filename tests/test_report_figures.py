@@ -136,7 +136,7 @@ def test_figure_claims_follow_the_runs():
         for k, e in ((1, 9.0), (10, 5.0), (20, 8.0))
     ]  # fmt: skip
     # flat utility, best K = 10 > N/4: the paper's claims hold, the utility ones do not
-    assert list(figure_claims(runs, "fixed-k-digit").values()) == [True, True, False, False]
+    assert list(figure_claims(runs, "fixed-k-digit").values()) == [True, True, False, False, False]
     with pytest.raises(ValueError, match="no claims for grid 'fig9'"):
         figure_claims(runs, "fig9")
 

@@ -146,6 +146,7 @@ def test_setup_table_reads_what_the_runs_used():
 
 def _fixed_k(k, error, utility):
     return {
+        "seed": 0,
         "config": {"n_clients": 8, "fixed_groups": k},
         "final": {"mean": error},
         "history": [{"total_utility": utility}],

@@ -83,10 +83,17 @@ def plot_alpha_ratio(errors: dict, ax=None):
     return ax
 
 
-def plot_fixed_k(ks, errors, utilities=None, ax=None):
-    """Fig. 5: mean test error (and total utility, right axis) against the fixed K."""
+def plot_fixed_k(ks, errors, utilities=None, ax=None, stds=None):
+    """Fig. 5: mean test error (and total utility, right axis) against the fixed K.
+
+    ``ks``, ``errors``, ``utilities``: (n_K,) as from
+    :func:`hcct_lite.experiments.figure_checks.fixed_k_summary`; ``stds`` (n_K,), the
+    error's std over seeds (:func:`~hcct_lite.experiments.figure_checks.fixed_k_std`),
+    drawn as error bars. Every K run is a tick.
+    """
     ax = axes(ax)
-    ax.plot(ks, errors, marker="o", color="C0", label="mean test error")
+    ax.errorbar(ks, errors, yerr=stds, marker="o", color="C0", capsize=3, label="mean test error")
+    ax.set_xticks(list(ks), [str(k) for k in ks])
     ax.set_xlabel("number of groups K")
     ax.set_ylabel("mean test error (%)", color="C0")
     if utilities is not None:
