@@ -24,15 +24,17 @@ demo: venv
 	MPLBACKEND=Agg $(BIN)/python -m hcct_lite.demo
 
 # Unit tests (the browser tests where Chromium is installed: -rs prints why not), every
-# notebook under nbval in quick mode (recomputed, solutions run too), then again in shipped
-# mode (results/, solutions hidden as a student sees them). A cell that runs past
-# CELL_TIMEOUT seconds fails, named, instead of hanging the run.
+# notebook under nbval in quick mode with its solutions (docs/solutions/) below its exercises,
+# then the notebooks as they are in shipped mode (results/, as a student sees them). A cell
+# that runs past CELL_TIMEOUT seconds fails, named, instead of hanging the run.
 CELL_TIMEOUT ?= 600
 NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=$(CELL_TIMEOUT)
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	HCCT_MODE=quick HCCT_SOLUTIONS=1 MPLBACKEND=Agg $(BIN)/python -m pytest -rs tests notebooks $(NBVAL)
+	rm -rf build/solved
+	$(BIN)/python tools/make_classroom.py --solved build/solved
+	HCCT_MODE=quick MPLBACKEND=Agg $(BIN)/python -m pytest -rs tests build/solved $(NBVAL)
 	HCCT_MODE=shipped MPLBACKEND=Agg $(BIN)/python -m pytest notebooks $(NBVAL)
 
 lint: venv
@@ -80,7 +82,7 @@ classroom: venv
 
 # Refresh the outputs nbval checks, then strip every other output (small diffs).
 notebooks: venv
-	HCCT_MODE=quick HCCT_SOLUTIONS=1 MPLBACKEND=Agg $(BIN)/jupyter nbconvert --to notebook --execute $(EXEC_TIMEOUT) --inplace notebooks/*.ipynb
+	HCCT_MODE=quick MPLBACKEND=Agg $(BIN)/jupyter nbconvert --to notebook --execute $(EXEC_TIMEOUT) --inplace notebooks/*.ipynb
 	$(BIN)/python tools/strip_notebooks.py notebooks/*.ipynb
 
 lab: venv

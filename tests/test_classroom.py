@@ -1,6 +1,7 @@
 """``make classroom``: a student edition without solutions, an instructor edition with them."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,33 +12,48 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from make_classroom import instructor_edition, main, student_edition  # noqa: E402
+from make_classroom import instructor_edition, main, solutions_of, student_edition  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_the_student_edition_keeps_exercises_and_drops_solutions_and_outputs(path):
+def test_no_answer_in_the_notebooks_and_one_solution_per_exercise(path):
     nb = nbformat.read(path, as_version=4)
-    student = student_edition(nb)
-    assert not [c for c in student.cells if "solution" in c.metadata.get("tags", [])]
-    assert all(not c.get("outputs") for c in student.cells if c.cell_type == "code")
-    text = "\n".join(c.source for c in student.cells)
-    assert "## Exercises" in text and "Your instructor has the solutions." in text
-    assert "solutions_shown():" not in text and "HCCT_SOLUTIONS" not in text
-    # every non-solution cell survives, in order
-    kept = [c.source for c in nb.cells if "solution" not in c.metadata.get("tags", [])]
-    assert len(student.cells) == len(kept)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "# Solution" not in code and "solution" not in str([c.metadata for c in nb.cells])
+    (exercises,) = [c.source for c in nb.cells if "## Exercises" in c.source]
+    asked = re.findall(r"^(\d+)\. ", exercises[exercises.index("## Exercises") :], re.M)
+    solutions = solutions_of(path)
+    assert [int(n) for n in asked] == list(range(1, len(solutions) + 1))
+    for k, code in enumerate(solutions, 1):
+        assert code.startswith(f"# Solution {k}")
+        compile(code, f"{path.stem} solution {k}", "exec")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_the_instructor_edition_runs_its_solutions_unguarded(path):
+def test_the_editions_place_the_solutions_below_the_exercises(path):
     nb = nbformat.read(path, as_version=4)
-    teacher = instructor_edition(nb)
-    solutions = [c for c in teacher.cells if "solution" in c.metadata.get("tags", [])]
-    assert solutions and all(c.source.startswith("# Solution") for c in solutions)
-    for cell in solutions:
-        compile(cell.source, path.name, "exec")  # dedented into valid code
+    student = student_edition(nb)
+    assert all(not c.get("outputs") for c in student.cells if c.cell_type == "code")
+    text = "\n".join(c.source for c in student.cells)
+    assert "## Exercises" in text and "Your instructor has the solutions." in text
+    assert len(student.cells) == len(nb.cells)
+    teacher = instructor_edition(nb, solutions_of(path), path.name)
+    at = next(i for i, c in enumerate(teacher.cells) if "## Exercises" in c.source)
+    added = teacher.cells[at + 1 : at + 1 + len(solutions_of(path))]
+    assert [c.source for c in added] == solutions_of(path)
+    assert all(c.metadata["tags"] == ["solution"] for c in added)
+    assert "The solutions below are shown and run." in teacher.cells[at].source
+    assert len(teacher.cells) == len(nb.cells) + len(added)
+
+
+def test_a_solutions_file_out_of_order_is_named(tmp_path):
+    (tmp_path / "x.md").write_text("## Exercise 2\n\n```python\n# Solution 2\n```\n")
+    with pytest.raises(SystemExit, match="x.md: exercises numbered \\[2\\], expected 1, 2"):
+        solutions_of(Path("x.ipynb"), tmp_path)
+    with pytest.raises(SystemExit, match="y.ipynb: no solutions file"):
+        solutions_of(Path("y.ipynb"), tmp_path)
 
 
 def test_make_classroom_writes_both_editions_that_run_in_shipped_mode(tmp_path):

@@ -1,39 +1,66 @@
 """Write the classroom editions of the notebooks (``make classroom``).
 
     python tools/make_classroom.py [OUT [NOTEBOOK ...]]   # OUT: classroom/; all notebooks
+    python tools/make_classroom.py --solved OUT            # for make test: merged, not run
 
-``OUT/student/``: every notebook with its solution cells and all outputs removed, exercises
-kept; each edition is first executed top to bottom in shipped mode, so a student notebook
-that would fail stops the build, naming the notebook and cell.
-``OUT/instructor/``: every notebook executed in shipped mode with its solutions shown and
-unwrapped (no ``if hl.solutions_shown():`` guard), outputs kept.
+The notebooks in ``notebooks/`` hold no solutions: each notebook's are in
+``docs/solutions/<notebook>.md``, one code block per exercise.
+
+``OUT/student/``: every notebook with all outputs removed, exercises kept; each edition is
+first executed top to bottom in shipped mode, so a student notebook that would fail stops
+the build, naming the notebook and cell.
+``OUT/instructor/``: every notebook with its solutions below its exercises, executed in
+shipped mode, every figure and answer kept.
+``--solved OUT``: every notebook with its solutions below its exercises and its stored
+outputs kept (what nbval checks), not executed: ``make test`` runs these.
 """
 
 from __future__ import annotations
 
 import copy
 import os
+import re
 import sys
-import textwrap
 from pathlib import Path
 
 import nbformat
 from build_book import execute
 from nbconvert.preprocessors import CellExecutionError
 
-__all__ = ["student_edition", "instructor_edition", "main"]
+__all__ = ["solutions_of", "student_edition", "instructor_edition", "main"]
 
 ROOT = Path(__file__).resolve().parents[1]
-GUARD = "if hl.solutions_shown():\n"
-HIDDEN = "Solutions are hidden"
+SOLUTIONS = ROOT / "docs" / "solutions"
+EXERCISES = "## Exercises"
+NOTE = "The solutions are not in this notebook"
 # the kernel's inline backend records every figure as an output (Agg would record none)
 INLINE = "module://matplotlib_inline.backend_inline"
 # seconds per cell (HCCT_CELL_TIMEOUT overrides): a hung kernel fails, the cell named
 CELL_TIMEOUT = int(os.environ.get("HCCT_CELL_TIMEOUT", "600"))
+BLOCK = re.compile(r"^## Exercise (\d+)\n+```python\n(.*?)\n```", re.S | re.M)
 
 
-def _is_solution(cell) -> bool:
-    return "solution" in cell.metadata.get("tags", [])
+def solutions_of(notebook: Path, folder: Path = SOLUTIONS) -> list:
+    """The solution code of ``notebook``'s exercises, in order (exercise 1 first).
+
+    Raises ``SystemExit`` naming the file when it is missing or its exercises are not
+    numbered 1, 2, ... in order.
+    """
+    path = folder / f"{notebook.stem}.md"
+    if not path.is_file():
+        raise SystemExit(f"{notebook.name}: no solutions file {path}")
+    found = BLOCK.findall(path.read_text())
+    numbers = [int(n) for n, _ in found]
+    if numbers != list(range(1, len(found) + 1)) or not found:
+        raise SystemExit(f"{path}: exercises numbered {numbers}, expected 1, 2, ... in order")
+    return [code for _, code in found]
+
+
+def _exercises_at(nb, name: str) -> int:
+    at = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and EXERCISES in c.source]
+    if len(at) != 1:
+        raise SystemExit(f"{name}: expected one '{EXERCISES}' cell, found {len(at)}")
+    return at[0]
 
 
 def _clear(nb):
@@ -45,8 +72,8 @@ def _clear(nb):
 
 
 def _reword(source: str, text: str) -> str:
-    """Replace the notebook's paragraph on hidden solutions with ``text``."""
-    start = source.find(HIDDEN)
+    """Replace the notebook's paragraph on where the solutions are with ``text``."""
+    start = source.find(NOTE)
     if start < 0:
         return source
     end = source.find("\n\n", start)
@@ -54,24 +81,27 @@ def _reword(source: str, text: str) -> str:
 
 
 def student_edition(nb):
-    """A copy of ``nb`` without solution cells and without outputs."""
+    """A copy of ``nb`` without outputs, telling the student who has the solutions."""
     out = copy.deepcopy(nb)
-    out.cells = [c for c in out.cells if not _is_solution(c)]
     for cell in out.cells:
         if cell.cell_type == "markdown":
             cell.source = _reword(cell.source, "Your instructor has the solutions.")
     return _clear(out)
 
 
-def instructor_edition(nb):
-    """A copy of ``nb`` whose solution cells run unconditionally (the guard removed)."""
+def solved(nb, solutions: list, name: str = "notebook"):
+    """A copy of ``nb`` with one cell per solution right below its exercises, tagged."""
     out = copy.deepcopy(nb)
-    for cell in out.cells:
-        if _is_solution(cell) and cell.source.startswith(GUARD):
-            cell.source = textwrap.dedent(cell.source[len(GUARD) :])
-        elif cell.cell_type == "markdown":
-            cell.source = _reword(cell.source, "The solutions below are shown and run.")
-    return _clear(out)
+    at = _exercises_at(out, name)
+    cells = [nbformat.v4.new_code_cell(code, metadata={"tags": ["solution"]}) for code in solutions]
+    out.cells[at + 1 : at + 1] = cells
+    out.cells[at].source = _reword(out.cells[at].source, "The solutions below are shown and run.")
+    return out
+
+
+def instructor_edition(nb, solutions: list, name: str = "notebook"):
+    """:func:`solved` without outputs, to be executed."""
+    return _clear(solved(nb, solutions, name))
 
 
 def _execute(nb, name: str, cwd: Path):
@@ -81,20 +111,37 @@ def _execute(nb, name: str, cwd: Path):
         raise SystemExit(f"{name}: a cell failed in shipped mode:\n{str(err)[:2000]}") from None
 
 
-def main(argv=None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    out = Path(args[0]) if args else ROOT / "classroom"
-    notebooks = [Path(a) for a in args[1:]] or sorted((ROOT / "notebooks").glob("*.ipynb"))
+def _notebooks(paths: list) -> list:
+    notebooks = [Path(a) for a in paths] or sorted((ROOT / "notebooks").glob("*.ipynb"))
     missing = [str(p) for p in notebooks if not p.is_file()]
     if missing:
         raise SystemExit(f"no such notebook: {', '.join(missing)}")
     if not notebooks:
         raise SystemExit(f"no notebooks in {ROOT / 'notebooks'}")
-    for edition, make in (("student", student_edition), ("instructor", instructor_edition)):
+    return notebooks
+
+
+def main(argv=None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--solved"]:
+        out = Path(args[1]) if len(args) > 1 else ROOT / "build" / "solved"
+        out.mkdir(parents=True, exist_ok=True)
+        for path in _notebooks(args[2:]):
+            nb = solved(nbformat.read(path, as_version=4), solutions_of(path), path.name)
+            nbformat.write(nb, out / path.name)
+            print(f"wrote {out / path.name}")
+        return 0
+    out = Path(args[0]) if args else ROOT / "classroom"
+    notebooks = _notebooks(args[1:])
+    for edition in ("student", "instructor"):
         folder = out / edition
         folder.mkdir(parents=True, exist_ok=True)
         for path in notebooks:
-            nb = make(nbformat.read(path, as_version=4))
+            nb = nbformat.read(path, as_version=4)
+            if edition == "student":
+                nb = student_edition(nb)
+            else:
+                nb = instructor_edition(nb, solutions_of(path), path.name)
             ran = _execute(copy.deepcopy(nb), f"{edition}/{path.name}", folder)
             nbformat.write(nb if edition == "student" else ran, folder / path.name)
             print(f"wrote {folder / path.name}")

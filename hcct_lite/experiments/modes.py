@@ -133,11 +133,12 @@ SOLUTIONS_ENV = "HCCT_SOLUTIONS"
 
 
 def solutions_shown(environ=None) -> bool:
-    """Whether the notebooks' solution cells run: ``HCCT_SOLUTIONS=1``, else False.
+    """Whether ``HCCT_SOLUTIONS=1`` asks for solutions to be shown, else False.
 
-    Each solution cell is one ``if hl.solutions_shown():`` block, so "Run all" prints no
-    answer under an exercise unless the instructor asks for it. Any value other than
-    ``0``/``1`` (or empty) is a clear error rather than a guess.
+    For a course's own notebooks, where ``if hl.solutions_shown():`` guards a solution
+    cell. The package's notebooks hold no solutions (``docs/solutions/``; the instructor
+    edition of ``make classroom`` shows them). Any value other than ``0``/``1`` (or empty)
+    is a clear error rather than a guess.
     """
     environ = os.environ if environ is None else environ
     value = environ.get(SOLUTIONS_ENV, "0").strip() or "0"
