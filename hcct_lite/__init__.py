@@ -66,7 +66,8 @@ _TEACHING = {
     ],
     "hcct_lite.experiments.misleads": [
         "buffer_summary", "scheme_summary", "alpha_summary", "validated_alpha",
-        "break_even_grid", "iid_summary", "misleads_claims", "rotation_agreement",
+        "validation_choices", "break_even_grid", "iid_summary", "misleads_claims",
+        "rotation_agreement",
     ],
     "hcct_lite.experiments.paper": [
         "TABLE_II", "TABLE_III_ALPHA", "TABLE_IV", "TABLE_V", "FIGURES",

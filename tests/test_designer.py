@@ -152,6 +152,8 @@ def test_the_picture_is_readable_projected(designer):
         fig.canvas.draw()
         texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
         assert not [t.get_text() for t in texts if t.get_fontsize() < 12]
+        width, height = fig.get_size_inches() * fig.dpi
+        assert width <= 1024 and height <= 768  # fits a projector, as drawn inline
     matplotlib.pyplot.close("all")
 
 

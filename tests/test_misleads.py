@@ -11,6 +11,7 @@ from hcct_lite.experiments.misleads import (
     rotation_agreement,
     scheme_summary,
     validated_alpha,
+    validation_choices,
 )
 from hcct_lite.experiments.paper_grids import GRIDS, PAPER_PART, grid_jobs
 from hcct_lite.experiments.study_grids import STUDY_GRIDS
@@ -57,7 +58,10 @@ def test_alpha_is_chosen_on_the_validation_seed_and_judged_on_the_others():
     chosen = validated_alpha(summary, validation_seed=0)
     assert chosen["alpha"] == 50.0 and chosen["test_seeds"] == [1, 2]
     assert chosen["chosen_error"] == 15 and chosen["table3_error"] == 11
+    assert chosen["agreement"] == 1.0 and chosen["validation_seed"] == 0  # on seeds 1 and 2
     assert validated_alpha(summary, validation_seed=1)["alpha"] == 1.0
+    choices = validation_choices(summary)
+    assert [(c["validation_seed"], c["alpha"]) for c in choices] == [(0, 50.0), (1, 1.0), (2, 1.0)]
     with pytest.raises(ValueError, match="alpha = 1"):
         validated_alpha({50.0: summary[50.0]})
 
@@ -70,14 +74,20 @@ def test_iid_summary_reads_decision_stability_and_errors():
     assert out == {"agreement": 1.0, "hcct": 20.0, "global": 21.0}
 
 
+# alpha = 50 wins on the validation federation of seed 0 only, and finds the rotations
+ALPHAS = {1.0: dict(errors={0: 20, 1: 21, 2: 19}, agreements=dict.fromkeys(range(3), 0.0),
+                    agreement=0.0, groups=8.0),
+          50.0: dict(errors={0: 17, 1: 21, 2: 20}, agreements=dict.fromkeys(range(3), 0.97),
+                     agreement=0.97, groups=4.0)}  # fmt: skip
+
+
 def _claims(**change):
     buffers = {"parameters": dict(same=0.5, other=0.1, agreement=0.8, error=12.0),
                "buffers": dict(same=0.99, other=0.98, agreement=0.0, error=19.0)}  # fmt: skip
     small = {(s, k): dict(error=e - 20 * (k == 3), agreement=0.4, groups=9.0)
              for s, e in (("hcct", 55), ("independent", 60), ("ifca", 70), ("global", 68))
              for k in (1, 3)}  # fmt: skip
-    alphas = {1.0: dict(errors={0: 20, 1: 21, 2: 19}, agreement=0.0, groups=8.0),
-              50.0: dict(errors={0: 17, 1: 21, 2: 20}, agreement=0.97, groups=4.0)}  # fmt: skip
+    alphas = ALPHAS
     fixed_k = {8: ([1, 2, 4, 8], [49.0, 42.0, 19.0, 21.0], [3.6, 4.6, 4.9, 4.4])}
     iid = {"agreement": 0.2, "hcct": 22.5, "global": 21.7}
     args = dict(buffers=buffers, small=small, alphas=alphas, fixed_k=fixed_k, iid=iid)
@@ -91,6 +101,12 @@ def test_misleads_claims_hold_on_their_numbers_and_fail_when_they_change():
     claims = _claims(iid=iid)
     assert not claims["IID: consecutive partitions agree little (adjusted Rand below 0.3)"]
     assert not claims["IID: yet HCCT's error is within 1 point of Global's"]
+    # alpha = 50 chosen at every seed, and finding the rotations each time: not "some, not all"
+    every = {a: dict(v, errors={s: e - 10 * (a == 50.0) for s, e in v["errors"].items()})
+             for a, v in ALPHAS.items()}  # fmt: skip
+    claim = ("validation: the alpha chosen on one federation finds the rotations on the others "
+             "(agreement above 0.9) for some choices of that federation, not all")  # fmt: skip
+    assert not _claims(alphas=every)[claim]
     flat = {8: ([1, 2, 4, 8], [49.0, 42.0, 19.0, 21.0], [1.0, 2.0, 3.0, 4.0])}
     assert not _claims(fixed_k=flat)[
         "fixed K, rotated digits: utility and error both best at the true K = 4"

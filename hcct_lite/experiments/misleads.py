@@ -21,6 +21,7 @@ __all__ = [
     "scheme_summary",
     "alpha_summary",
     "validated_alpha",
+    "validation_choices",
     "break_even_grid",
     "iid_summary",
     "misleads_claims",
@@ -74,13 +75,19 @@ def scheme_summary(runs) -> dict:
 
 
 def alpha_summary(runs) -> dict:
-    """``alpha -> dict(errors: seed -> final error, agreement, groups)``, alpha ascending."""
+    """``alpha -> dict(errors, agreements, agreement, groups)``, alpha ascending.
+
+    ``errors`` and ``agreements``: seed -> final error, and -> agreement with the rotations;
+    ``agreement`` and ``groups``: means over the seeds.
+    """
     out = {}
     for a in sorted({r["config"]["alpha"] for r in runs}):
         rs = sorted((r for r in runs if r["config"]["alpha"] == a), key=lambda r: r["seed"])
+        agreements = {r["seed"]: rotation_agreement(r) for r in rs}
         out[a] = dict(
             errors={r["seed"]: r["final"]["mean"] for r in rs},
-            agreement=float(np.mean([rotation_agreement(r) for r in rs])),
+            agreements=agreements,
+            agreement=float(np.mean(list(agreements.values()))),
             groups=float(np.mean([_groups(r) for r in rs])),
         )
     return out
@@ -89,13 +96,14 @@ def alpha_summary(runs) -> dict:
 def validated_alpha(summary: dict, validation_seed: int = 0) -> dict:
     """Choose alpha on one federation, judge it on the others.
 
-    The federation of ``validation_seed`` plays the validation split: alpha is the one
-    with its lowest final error. The other seeds' federations (same task, other draws) are
-    the test: their mean error at the chosen alpha, and at Table III's alpha = 1.
+        The federation of ``validation_seed`` plays the validation split: alpha is the one
+        with its lowest final error. The other seeds' federations (same task, other draws) are
+        the test: their mean error and agreement with the rotations at the chosen alpha, and
+    their mean error at alpha = 1 (Table III's for HCCT on Digit and CIFAR-10).
 
     Parameters
     ----------
-    summary : from :func:`alpha_summary`, with alpha = 1 and at least two seeds
+        summary : from :func:`alpha_summary`, with alpha = 1 and at least two seeds
     """
     if 1.0 not in summary:
         raise ValueError("the alpha study needs alpha = 1, Table III's value")
@@ -104,11 +112,17 @@ def validated_alpha(summary: dict, validation_seed: int = 0) -> dict:
     if not test:
         raise ValueError("validated_alpha needs a seed besides the validation one")
 
-    def mean(a):
-        return float(np.mean([summary[a]["errors"][s] for s in test]))
+    def mean(a, what="errors"):
+        return float(np.mean([summary[a][what][s] for s in test]))
 
-    return dict(alpha=chosen, test_seeds=test, chosen_error=mean(chosen), table3_error=mean(1.0),
-                agreement=summary[chosen]["agreement"])  # fmt: skip
+    return dict(validation_seed=validation_seed, alpha=chosen, test_seeds=test,
+                chosen_error=mean(chosen), table3_error=mean(1.0),
+                agreement=mean(chosen, "agreements"))  # fmt: skip
+
+
+def validation_choices(summary: dict) -> list:
+    """:func:`validated_alpha` with each seed's federation in turn as the validation one."""
+    return [validated_alpha(summary, seed) for seed in sorted(summary[1.0]["errors"])]
 
 
 def break_even_grid(sizes, cosines) -> np.ndarray:
@@ -151,7 +165,7 @@ def misleads_claims(buffers, small, alphas, fixed_k, iid) -> dict:
     the rotated digits) and :func:`iid_summary`.
     """
     b, p = buffers["buffers"], buffers["parameters"]
-    chosen = validated_alpha(alphas)
+    choices = validation_choices(alphas)
     h1, h3 = small["hcct", 1], small["hcct", 3]
     others = [small[s, 1]["error"] for s in ("independent", "ifca", "global")]
     ((n, (ks, errors, utilities)),) = fixed_k.items()
@@ -184,9 +198,11 @@ def misleads_claims(buffers, small, alphas, fixed_k, iid) -> dict:
         "fixed K, rotated digits: utility and error both best at the true K = 4": (
             ks[int(np.argmax(utilities))] == ks[int(np.argmin(errors))] == 4
         ),
-        f"alpha chosen on a validation federation ({chosen['alpha']:g}) finds the rotations "
-        "on the others (agreement above 0.9)": chosen["agreement"] > 0.9,
-        "... but its error there is within 2 points of alpha = 1's": (
-            abs(chosen["chosen_error"] - chosen["table3_error"]) < 2
+        "validation: the alpha chosen on one federation finds the rotations on the others "
+        "(agreement above 0.9) for some choices of that federation, not all": (
+            0 < sum(c["agreement"] > 0.9 for c in choices) < len(choices)
+        ),
+        "validation: no choice beats alpha = 1 on the others by more than 1 point": all(
+            c["chosen_error"] - c["table3_error"] > -1 for c in choices
         ),
     }
