@@ -85,7 +85,9 @@ _TEACHING = {
     "hcct_lite.partition.exact": ["greedy_vs_optimal"],
     "hcct_lite.partition.reference": ["compare_speed"],
     "hcct_lite.partition.synthetic": ["clustered_updates"],
-    "hcct_lite.theory": ["alpha_equivalent", "join_gain", "error_bound", "utility"],
+    "hcct_lite.theory": [
+        "alpha_equivalent", "join_gain", "error_bound", "utility", "learning_rate_sum",
+    ],
     "hcct_lite.training.config": ["SCHEMES", "arrival_epochs"],
     "hcct_lite.viz.plots": [
         "classroom_style", "save_figure", "plot_dendrogram", "plot_merge_steps", "plot_bound",

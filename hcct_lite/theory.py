@@ -1,4 +1,4 @@
-"""Theorem 1 of the paper made computable.
+"""Theorems 1 and 2 of the paper made computable.
 
 No training here: :mod:`hcct_lite.experiments.gradient_similarity` checks the theorem's
 key assumption on real updates.
@@ -11,6 +11,9 @@ a *sample-size* term that shrinks as the group grows and a *divergence* term tha
 as the group's data drift from the client's. HCCT's utility ``-alpha / D_G + cos(g_i,
 g_G)`` is its computable stand-in: ``alpha`` plays ``4 L^2 / (delta mu)`` and the
 update cosine stands in for (minus) the divergence, which the server cannot measure.
+
+Theorem 2 (convergence, Section VI) divides every term of its bound by
+``xi_T = sum_{t < T} eta^t``, the sum of the learning rates: :func:`learning_rate_sum`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ __all__ = [
     "join_gain",
     "utility",
     "alpha_equivalent",
+    "learning_rate_sum",
 ]
 
 
@@ -73,3 +77,20 @@ def utility(alpha, group_size, cosine):
     """HCCT's utility ``-alpha / D_G + cos``; broadcasts. ``cosine`` lies in [-1, 1]."""
     a = _in_range("alpha", alpha, 0.0)
     return -a / _positive("group_size", group_size) + _in_range("cosine", cosine, -1.0, 1.0)
+
+
+def learning_rate_sum(epochs=None, lr=0.1, decay=0.995) -> float:
+    """``xi_T``: the sum of ``lr * decay**t`` over epochs ``t < T`` (Theorem 2's divisor).
+
+    ``epochs`` None gives the limit as T grows: ``lr / (1 - decay)`` for ``decay < 1``
+    (finite: the geometric schedule of Table III does not meet the Corollary's condition
+    that the sum diverge), infinite for ``decay == 1``.
+    """
+    lr = float(_positive("lr", lr))
+    if not np.isfinite(decay) or not 0 < decay <= 1:
+        raise ValueError(f"decay must be in (0, 1]; got {decay}")
+    if epochs is None:
+        return np.inf if decay == 1 else lr / (1.0 - decay)
+    if int(epochs) != epochs or epochs < 0:
+        raise ValueError(f"epochs must be a whole number >= 0; got {epochs}")
+    return float(lr * epochs) if decay == 1 else float(lr * (1 - decay**epochs) / (1 - decay))

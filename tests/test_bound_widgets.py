@@ -10,7 +10,14 @@ import pytest  # noqa: E402
 
 from hcct_lite.experiments.gradient_similarity import label_mix_similarity
 from hcct_lite.partition.synthetic import clustered_updates  # noqa: E402
-from hcct_lite.theory import alpha_equivalent, error_bound, join_gain, sample_term, utility
+from hcct_lite.theory import (
+    alpha_equivalent,
+    error_bound,
+    join_gain,
+    learning_rate_sum,
+    sample_term,
+    utility,
+)
 from hcct_lite.viz.plots import plot_bound, plot_label_similarity, plot_utility_curves  # noqa: E402
 from hcct_lite.viz.widgets import bound_explorer, draw_bound, draw_partition, partition_explorer
 
@@ -93,8 +100,21 @@ def test_widgets_wire_sliders_to_callbacks_headless():
         (lambda: error_bound(10, float("nan")), "divergence"),
         (lambda: error_bound(10, 0.1, delta=float("nan")), "delta"),
         (lambda: label_mix_similarity(n_pairs=3, samples=0), "samples"),
+        (lambda: learning_rate_sum(10, decay=1.5), "decay"),
+        (lambda: learning_rate_sum(2.5), "epochs"),
+        (lambda: learning_rate_sum(10, lr=0), "lr"),
     ],
 )
 def test_theory_helpers_name_the_bad_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_learning_rate_sum_is_the_schedules_sum_and_its_limit():
+    eta = [0.1 * 0.995**t for t in range(50)]
+    assert learning_rate_sum(50) == pytest.approx(sum(eta), rel=1e-12)
+    assert learning_rate_sum(0) == 0.0
+    assert learning_rate_sum(None) == pytest.approx(20.0)  # 0.1 / (1 - 0.995)
+    assert learning_rate_sum(1000) < learning_rate_sum(None)
+    assert learning_rate_sum(30, decay=1.0) == pytest.approx(3.0)
+    assert learning_rate_sum(None, decay=1.0) == float("inf")
