@@ -85,6 +85,7 @@ _TEACHING = {
     "hcct_lite.partition.exact": ["greedy_vs_optimal"],
     "hcct_lite.partition.reference": ["compare_speed"],
     "hcct_lite.partition.synthetic": ["clustered_updates"],
+    "hcct_lite.lessons": ["check", "EXERCISES"],
     "hcct_lite.theory": [
         "alpha_equivalent", "join_gain", "error_bound", "utility", "learning_rate_sum",
     ],

@@ -41,9 +41,16 @@ def test_the_editions_place_the_solutions_below_the_exercises(path):
     assert len(student.cells) == len(nb.cells)
     teacher = instructor_edition(nb, solutions_of(path), path.name)
     at = next(i for i, c in enumerate(teacher.cells) if "## Exercises" in c.source)
-    added = teacher.cells[at + 1 : at + 1 + len(solutions_of(path))]
+    added = [c for c in teacher.cells if "solution" in c.metadata.get("tags", [])]
     assert [c.source for c in added] == solutions_of(path)
-    assert all(c.metadata["tags"] == ["solution"] for c in added)
+    assert all(teacher.cells.index(c) > at for c in added)
+    checks = {c.metadata["exercise"] for c in nb.cells if "exercise" in c.metadata}
+    for k, cell in enumerate(added, 1):  # below its own check cell, where there is one
+        above = teacher.cells[teacher.cells.index(cell) - 1]
+        if k in checks:
+            assert above.metadata.get("exercise") == k
+        else:
+            assert above is teacher.cells[at] or "solution" in above.metadata.get("tags", [])
     assert "The solutions below are shown and run." in teacher.cells[at].source
     assert len(teacher.cells) == len(nb.cells) + len(added)
 

@@ -90,11 +90,22 @@ def student_edition(nb):
 
 
 def solved(nb, solutions: list, name: str = "notebook"):
-    """A copy of ``nb`` with one cell per solution right below its exercises, tagged."""
+    """A copy of ``nb`` with each solution as a cell, tagged ``solution``.
+
+    Solution k goes right below exercise k's check cell (metadata ``exercise``: k) where
+    the notebook has one, else below the exercises with the others.
+    """
     out = copy.deepcopy(nb)
     at = _exercises_at(out, name)
-    cells = [nbformat.v4.new_code_cell(code, metadata={"tags": ["solution"]}) for code in solutions]
-    out.cells[at + 1 : at + 1] = cells
+    checks = {c.metadata.get("exercise"): c for c in out.cells if "exercise" in c.metadata}
+    unplaced = []
+    for k, code in enumerate(solutions, 1):
+        cell = nbformat.v4.new_code_cell(code, metadata={"tags": ["solution"]})
+        if k in checks:
+            out.cells.insert(out.cells.index(checks[k]) + 1, cell)
+        else:
+            unplaced.append(cell)
+    out.cells[at + 1 : at + 1] = unplaced
     out.cells[at].source = _reword(out.cells[at].source, "The solutions below are shown and run.")
     return out
 
