@@ -23,7 +23,6 @@ from nbconvert import HTMLExporter
 from nbconvert.preprocessors import ExecutePreprocessor
 
 ROOT = Path(__file__).resolve().parents[1]
-IMG = '<img src="data:image/png;base64,'
 MATHJAX = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
 # the template's require.js, widget manager and mermaid come from CDNs: the notebooks draw
 # static pictures in the book (HCCT_STATIC_WIDGETS=1) and use no mermaid, so every script
@@ -85,11 +84,15 @@ def figure_descriptions(nb, name: str) -> list:
 
 def with_alt_text(body: str, alts: list, name: str) -> str:
     """Give the page's inline figures, in order, the descriptions ``alts``."""
-    parts = body.split(IMG)
-    if len(parts) - 1 != len(alts):
-        raise SystemExit(f"{name}: {len(parts) - 1} figures on the page, {len(alts)} described")
-    alt = [f'<img alt="{html.escape(a)}" src="data:image/png;base64,' for a in alts]
-    return parts[0] + "".join(a + rest for a, rest in zip(alt, parts[1:], strict=True))
+    from bs4 import BeautifulSoup  # nbconvert's own HTML parser
+
+    soup = BeautifulSoup(body, features="html.parser")
+    images = soup.select('img[src^="data:image/png"]')
+    if len(images) != len(alts):
+        raise SystemExit(f"{name}: {len(images)} figures on the page, {len(alts)} described")
+    for img, alt in zip(images, alts, strict=True):
+        img["alt"] = alt
+    return str(soup)
 
 
 def render(notebook: Path, timeout: int = 600) -> tuple:
