@@ -56,6 +56,31 @@ def card_memory_gb() -> float:
     return float(subprocess.run(q, capture_output=True, text=True).stdout.split()[0]) / 1024
 
 
+def _collect(flight, todo, tries, per_client, log, t0, say) -> int:
+    """Log the finished runs of ``flight``; a failed one goes back to ``todo`` once."""
+    done = 0
+    for name, (j, res, start) in list(flight.items()):
+        if not res.ready():
+            continue
+        del flight[name]
+        _, mean, secs = res.get()
+        ok = mean is not None
+        row = dict(name=name, n=n_clients(j), start=start, end=time.time() - t0, ok=ok,
+                   in_flight=len(flight) + 1, note=None if ok else secs)  # fmt: skip
+        log.write(json.dumps(row) + "\n")
+        log.flush()
+        if ok:
+            done += 1
+            per_client.append(secs / n_clients(j))
+            say(f"done {name}: {mean:.2f}% in {secs:.0f} s ({per_client[-1]:.2f} s/client)")
+        else:
+            say(f"FAILED {name}: {secs}")
+            tries[name] = tries.get(name, 0) + 1
+            if tries[name] < 2:
+                todo.insert(0, j)
+    return done
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--grids", nargs="+", required=True)
@@ -96,27 +121,7 @@ def main(argv=None) -> int:
                 say(f"stop: {len(todo)} runs not started, {len(flight)} cut off")
                 break
             time.sleep(0.5)
-            for name, (j, res, start) in list(flight.items()):
-                if not res.ready():
-                    continue
-                del flight[name]
-                _, mean, secs = res.get()
-                ok = mean is not None
-                end = time.time() - t0
-                row = dict(name=name, n=n_clients(j), start=start, end=end, ok=ok,
-                           in_flight=len(flight) + 1, note=None if ok else secs)  # fmt: skip
-                log.write(json.dumps(row) + "\n")
-                log.flush()
-                if ok:
-                    done += 1
-                    per_client.append(secs / n_clients(j))
-                    rate_j = secs / n_clients(j)
-                    say(f"done {name}: {mean:.2f}% in {secs:.0f} s ({rate_j:.2f} s/client)")
-                else:
-                    say(f"FAILED {name}: {secs}")
-                    tries[name] = tries.get(name, 0) + 1
-                    if tries[name] < 2:
-                        todo.insert(0, j)
+            done += _collect(flight, todo, tries, per_client, log, t0, say)
     pool.terminate()
     say(f"{done} runs written; {len(todo)} left")
     return 0
