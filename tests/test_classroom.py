@@ -78,9 +78,9 @@ def test_make_classroom_writes_both_editions_that_run_in_shipped_mode(tmp_path):
     assert all(not c.get("outputs") for c in student.cells if c.cell_type == "code")
     answers = [c for c in teacher.cells if "solution" in c.metadata.get("tags", [])]
     assert all(c.outputs for c in answers)  # every solution ran and printed its answer
-    # every figure the notebook draws is in the handout (a plotting cell has an image)
-    plots = [c for c in teacher.cells if c.cell_type == "code" and "plot" in c.source]
-    assert plots and all(_images(c) for c in plots)
+    # every figure the notebook draws is in the handout, sliders' starting pictures too
+    figures = [c for c in teacher.cells if c.metadata.get("alt")]
+    assert len(figures) == 4 and all(_images(c) for c in figures)
 
 
 def _images(cell) -> int:

@@ -117,7 +117,9 @@ def instructor_edition(nb, solutions: list, name: str = "notebook"):
 
 def _execute(nb, name: str, cwd: Path):
     try:
-        return execute(nb, cwd, CELL_TIMEOUT, {"HCCT_MODE": "shipped", "MPLBACKEND": INLINE})
+        # a slider's starting picture, not a widget that shows nothing without a kernel
+        env = {"HCCT_MODE": "shipped", "MPLBACKEND": INLINE, "HCCT_STATIC_WIDGETS": "1"}
+        return execute(nb, cwd, CELL_TIMEOUT, env)
     except (CellExecutionError, TimeoutError) as err:
         raise SystemExit(f"{name}: a cell failed in shipped mode:\n{str(err)[:2000]}") from None
 
