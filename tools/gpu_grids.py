@@ -21,6 +21,7 @@ flight), for the utilisation table of ``results/README.md``.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import multiprocessing as mp
 import os
@@ -32,6 +33,7 @@ from hcct_lite.experiments.runner import _jobs_to_run, _one_thread, _run_job
 from hcct_lite.training.config import make_config
 
 
+@functools.cache  # asked of every job in flight twice a second
 def n_clients(job) -> int:
     return make_config(job.task, job.scheme, job.seed, **job.overrides).n_clients
 

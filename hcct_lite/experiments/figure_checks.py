@@ -77,14 +77,22 @@ def alpha_ratio_errors(runs) -> dict:
     return {k: float(np.mean(v)) for k, v in sorted(by.items())}
 
 
-def fixed_k_summary(runs) -> dict:
-    """Figs. 5/6 from run files: ``N -> (ks, errors, utilities)``, seed means, K ascending."""
+def _by_size_and_k(runs, value) -> dict:
+    """``N -> K -> [value(run), ...]`` over the runs of a fixed-K grid."""
     by = {}
     for r in runs:
         c = r["config"]
-        utility = [h["total_utility"] for h in r["history"] if "total_utility" in h][-1]
-        entry = by.setdefault(c["n_clients"], {}).setdefault(c["fixed_groups"], [])
-        entry.append((r["final"]["mean"], utility))
+        by.setdefault(c["n_clients"], {}).setdefault(c["fixed_groups"], []).append(value(r))
+    return by
+
+
+def _final_utility(r) -> float:
+    return [h["total_utility"] for h in r["history"] if "total_utility" in h][-1]
+
+
+def fixed_k_summary(runs) -> dict:
+    """Figs. 5/6 from run files: ``N -> (ks, errors, utilities)``, seed means, K ascending."""
+    by = _by_size_and_k(runs, lambda r: (r["final"]["mean"], _final_utility(r)))
     out = {}
     for n, ks in sorted(by.items()):
         order = sorted(ks)
@@ -95,12 +103,7 @@ def fixed_k_summary(runs) -> dict:
 
 def fixed_k_std(runs) -> dict:
     """Figs. 5/6: ``N -> (ks, stds)``, the std over seeds of each K's final mean error."""
-    by = {}
-    for r in runs:
-        c = r["config"]
-        by.setdefault(c["n_clients"], {}).setdefault(c["fixed_groups"], []).append(
-            r["final"]["mean"]
-        )
+    by = _by_size_and_k(runs, lambda r: r["final"]["mean"])
     return {
         n: (sorted(ks), [float(np.std(ks[k])) for k in sorted(ks)]) for n, ks in sorted(by.items())
     }

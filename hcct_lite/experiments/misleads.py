@@ -96,14 +96,14 @@ def alpha_summary(runs) -> dict:
 def validated_alpha(summary: dict, validation_seed: int = 0) -> dict:
     """Choose alpha on one federation, judge it on the others.
 
-        The federation of ``validation_seed`` plays the validation split: alpha is the one
-        with its lowest final error. The other seeds' federations (same task, other draws) are
-        the test: their mean error and agreement with the rotations at the chosen alpha, and
+    The federation of ``validation_seed`` plays the validation split: alpha is the one
+    with its lowest final error. The other seeds' federations (same task, other draws) are
+    the test: their mean error and agreement with the rotations at the chosen alpha, and
     their mean error at alpha = 1 (Table III's for HCCT on Digit and CIFAR-10).
 
     Parameters
     ----------
-        summary : from :func:`alpha_summary`, with alpha = 1 and at least two seeds
+    summary : from :func:`alpha_summary`, with alpha = 1 and at least two seeds
     """
     if 1.0 not in summary:
         raise ValueError("the alpha study needs alpha = 1, Table III's value")
