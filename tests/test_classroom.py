@@ -44,15 +44,17 @@ def test_the_editions_place_the_solutions_below_the_exercises(path):
     added = [c for c in teacher.cells if "solution" in c.metadata.get("tags", [])]
     assert [c.source for c in added] == solutions_of(path)
     assert all(teacher.cells.index(c) > at for c in added)
-    checks = {c.metadata["exercise"] for c in nb.cells if "exercise" in c.metadata}
-    for k, cell in enumerate(added, 1):  # below its own check cell, where there is one
-        above = teacher.cells[teacher.cells.index(cell) - 1]
-        if k in checks:
-            assert above.metadata.get("exercise") == k
-        else:
-            assert above is teacher.cells[at] or "solution" in above.metadata.get("tags", [])
+    for k, cell in enumerate(added, 1):  # right below its own check cell
+        assert teacher.cells[teacher.cells.index(cell) - 1].metadata.get("exercise") == k
     assert "The solutions below are shown and run." in teacher.cells[at].source
     assert len(teacher.cells) == len(nb.cells) + len(added)
+
+
+def test_a_solution_without_its_check_cell_is_named():
+    nb = nbformat.read(NOTEBOOKS[0], as_version=4)
+    nb.cells = [c for c in nb.cells if c.metadata.get("exercise") != 2]
+    with pytest.raises(SystemExit, match="x.ipynb: exercise 2 has a solution but no check"):
+        instructor_edition(nb, solutions_of(NOTEBOOKS[0]), "x.ipynb")
 
 
 def test_a_solutions_file_out_of_order_is_named(tmp_path):

@@ -90,22 +90,19 @@ def student_edition(nb):
 
 
 def solved(nb, solutions: list, name: str = "notebook"):
-    """A copy of ``nb`` with each solution as a cell, tagged ``solution``.
+    """A copy of ``nb`` with solution k, tagged ``solution``, right below exercise k's check.
 
-    Solution k goes right below exercise k's check cell (metadata ``exercise``: k) where
-    the notebook has one, else below the exercises with the others.
+    Every exercise has a check cell (metadata ``exercise``: k); a solution without one stops
+    the build, naming the notebook and the exercise.
     """
     out = copy.deepcopy(nb)
     at = _exercises_at(out, name)
-    checks = {c.metadata.get("exercise"): c for c in out.cells if "exercise" in c.metadata}
-    unplaced = []
+    checks = {c.metadata["exercise"]: c for c in out.cells if "exercise" in c.metadata}
     for k, code in enumerate(solutions, 1):
+        if k not in checks:
+            raise SystemExit(f"{name}: exercise {k} has a solution but no check cell")
         cell = nbformat.v4.new_code_cell(code, metadata={"tags": ["solution"]})
-        if k in checks:
-            out.cells.insert(out.cells.index(checks[k]) + 1, cell)
-        else:
-            unplaced.append(cell)
-    out.cells[at + 1 : at + 1] = unplaced
+        out.cells.insert(out.cells.index(checks[k]) + 1, cell)
     out.cells[at].source = _reword(out.cells[at].source, "The solutions below are shown and run.")
     return out
 
