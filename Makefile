@@ -55,7 +55,7 @@ reproduce: venv
 
 # Regenerate docs/reproduction.md from results/ without running anything.
 report: venv
-	$(BIN)/python -c "from hcct_lite.experiments.report import write_report; write_report()"
+	$(BIN)/python -c "from hcct_lite.reproduction.report import write_report; write_report()"
 
 EXEC_TIMEOUT := --ExecutePreprocessor.timeout=$(CELL_TIMEOUT)
 

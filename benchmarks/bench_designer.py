@@ -1,6 +1,6 @@
 """Time the federation designer's redraws and its training button (goal: 5 s and 30 s).
 
-Each row is one action on a warm :class:`~hcct_lite.experiments.designer.Designer`, timed
+Each row is one action on a warm :class:`~hcct_lite.lessons.designer.Designer`, timed
 from the new settings to the rendered PNG (what the widget's redraw does), one
 torch thread as in a notebook. The first row includes building the digits and the model.
 
@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-from hcct_lite.experiments.designer import PRESETS, Designer  # noqa: E402
+from hcct_lite.lessons.designer import PRESETS, Designer  # noqa: E402
 from hcct_lite.viz.designer import draw_designer, draw_training  # noqa: E402
 
 

@@ -20,7 +20,7 @@ from collections import defaultdict
 import torch
 
 import hcct_lite.training.engine as engine
-from hcct_lite.experiments.paper_grids import OFFLINE_DIGIT_DOMAINS
+from hcct_lite.reproduction.paper_grids import OFFLINE_DIGIT_DOMAINS
 from hcct_lite.training.config import make_config
 from hcct_lite.training.local import SGDTrainer
 

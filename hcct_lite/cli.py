@@ -90,25 +90,34 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``hcct-lite`` argument parser (subcommands run, flower-sim, compare, reproduce)."""
+    """The ``hcct-lite`` argument parser, one subcommand per job.
+
+    Training (run, flower-sim, compare), deployment (flower-run, silo-exec) and the paper
+    (reproduce, verify).
+    """
     parser = _OneLineParser(prog="hcct-lite", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
+    _add_training_commands(sub)
+    _add_deployment_commands(sub)
+    _add_paper_commands(sub)
+    return parser
+
+
+def _add_training_commands(sub) -> None:
+    """``run``, ``flower-sim`` (one experiment) and ``compare`` (a grid of them)."""
     run = sub.add_parser("run", help="run one experiment")
-    _common(run)
-    run.add_argument("--scheme", required=True, help=f"one of {', '.join(SCHEMES)}")
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--json", help="write the result JSON here")
     sim = sub.add_parser("flower-sim", help="run one experiment as Flower apps, one per silo")
-    _common(sim)
+    for p in (run, sim):
+        _common(p)
+        p.add_argument("--scheme", required=True, help=f"one of {', '.join(SCHEMES)}")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--json", help="write the result JSON here")
     sim.add_argument(
         "--engine",
         choices=ENGINES,
         default="inline",
         help="inline: every silo in this process (default); ray: Flower's simulation engine",
     )
-    sim.add_argument("--scheme", required=True, help=f"one of {', '.join(SCHEMES)}")
-    sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--json", help="write the result JSON here")
     cmp_ = sub.add_parser("compare", help="run a grid of schemes x seeds; resumable")
     _common(cmp_)
     cmp_.add_argument("--schemes", nargs="+", default=["all"])
@@ -118,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=1, help="processes, one torch thread each (default 1)"
     )
     _store_options(cmp_, capability=None)
+
+
+def _add_deployment_commands(sub) -> None:
+    """``flower-run`` (submit to a SuperLink) and ``silo-exec`` (a silo's warm executor)."""
     sub_ = sub.add_parser(
         "flower-run", help="submit a run to a SuperLink (flwr run) and wait for its outcome"
     )
@@ -135,6 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ex.add_argument("--insecure", action="store_true", help="the Runtime API has no TLS")
     ex.add_argument("--root-certificates", help="CA of the Runtime API's TLS certificate")
+
+
+def _add_paper_commands(sub) -> None:
+    """``reproduce`` (the paper's grids and report) and ``verify`` (rerun stored results)."""
     rep = sub.add_parser("reproduce", help="the paper's grids at Table III settings; resumable")
     rep.add_argument("--grids", nargs="+", default=["all"], help="grid names, or all")
     rep.add_argument("--seeds", nargs="+", type=int, help="seeds (default: each grid's own)")
@@ -155,7 +172,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="rerun with these CPU kernels (default: each result's recorded ones)",
     )
     ver.add_argument("--json", help="write the comparisons here")
-    return parser
 
 
 def _store_options(p, capability) -> None:
@@ -181,9 +197,9 @@ def _capability(args):
 
 
 def _verify(args) -> int:
-    from .experiments.results import write_json
-    from .experiments.store import check_output_path
-    from .experiments.verify import load_for_verify, verify
+    from .runs.results import write_json
+    from .runs.store import check_output_path
+    from .runs.verify import load_for_verify, verify
 
     if args.json is not None:
         check_output_path(args.json, what="--json")
@@ -196,9 +212,9 @@ def _verify(args) -> int:
 
 
 def _reproduce(args) -> int:
-    from .experiments.paper_grids import GRIDS, PAPER_PART, grid_jobs
-    from .experiments.runner import run_jobs
-    from .experiments.store import check_output_path
+    from .reproduction.paper_grids import GRIDS, PAPER_PART, grid_jobs
+    from .runs.runner import run_jobs
+    from .runs.store import check_output_path
 
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1; got {args.workers}")
@@ -219,7 +235,7 @@ def _reproduce(args) -> int:
         cpu_capability=_capability(args),
     )
     if not args.no_report:
-        from .experiments.report import write_report
+        from .reproduction.report import write_report
 
         write_report(args.out, args.report)
         print(f"wrote {args.report}")
@@ -246,79 +262,105 @@ def _report_run(label: str, r: dict) -> int:
     return 0
 
 
+def _flower_run(args) -> int:
+    from .flower.submit import submit_and_wait
+
+    code, message = submit_and_wait(
+        args.app, args.federation, args.run_config, timeout=args.timeout
+    )
+    print(message if code == 0 else f"hcct-lite: error: {message}",
+          file=sys.stdout if code == 0 else sys.stderr)  # fmt: skip
+    return code
+
+
+def _silo_exec(args) -> int:
+    from .flower.silo_exec import run_silo_exec
+
+    run_silo_exec(args.runtime_api_address, args.insecure, args.root_certificates)
+    return 0
+
+
+def _settings(args) -> dict:
+    """The RunConfig settings the options set, the hand-made partition parsed.
+
+    The output paths are checked here, before any training.
+    """
+    from .runs.store import check_output_path
+
+    overrides = {k: getattr(args, k) for k in OVERRIDES}
+    if args.partition is not None:
+        from .training.config import parse_partition
+
+        overrides["partition"] = parse_partition(args.partition)
+    if getattr(args, "json", None) is not None:
+        check_output_path(args.json, what="--json")
+    if args.command == "compare":
+        check_output_path(args.out, folder=True, what="--out")
+    return overrides
+
+
+def _run(args) -> int:
+    from .runs.runner import run_one
+
+    r = run_one(
+        args.task, args.scheme, args.seed, args.json, progress=not args.quiet, **_settings(args)
+    )
+    return _report_run(f"{args.task} / {args.scheme} / seed {args.seed}", r)
+
+
+def _flower_sim(args) -> int:
+    from .training.config import make_config
+
+    overrides = _settings(args)
+    try:
+        from .flower.simulation import run_flower_simulation
+    except ImportError as err:
+        raise ValueError(
+            f"flower-sim needs the flower extra: pip install 'hcct-lite[flower]' ({err})"
+        ) from None
+    cfg = make_config(args.task, args.scheme, args.seed, **overrides)
+    r = run_flower_simulation(cfg, args.json, engine=args.engine)
+    return _report_run(
+        f"{args.task} / {args.scheme} / seed {args.seed} on Flower ({args.engine})", r
+    )
+
+
+def _compare(args) -> int:
+    from .runs.runner import run_grid, save_tables
+
+    overrides = _settings(args)
+    schemes = list(SCHEMES) if args.schemes == ["all"] else args.schemes
+    results = run_grid(
+        args.task,
+        schemes,
+        args.seeds,
+        args.out,
+        progress=not args.quiet,
+        workers=args.workers,
+        reuse_older=args.reuse_older,
+        cpu_capability=_capability(args),
+        **overrides,
+    )
+    print(save_tables(results, schemes, [args.task], args.out))
+    return 0
+
+
+COMMANDS = {
+    "run": _run,
+    "flower-sim": _flower_sim,
+    "compare": _compare,
+    "flower-run": _flower_run,
+    "silo-exec": _silo_exec,
+    "reproduce": _reproduce,
+    "verify": _verify,
+}
+
+
 def main(argv=None) -> int:
     """Run the command line; return the exit status (2 with one line on bad input)."""
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "reproduce":
-            return _reproduce(args)
-        if args.command == "verify":
-            return _verify(args)
-        if args.command == "flower-run":
-            from .flower.submit import submit_and_wait
-
-            code, message = submit_and_wait(
-                args.app, args.federation, args.run_config, timeout=args.timeout
-            )
-            print(message if code == 0 else f"hcct-lite: error: {message}",
-                  file=sys.stdout if code == 0 else sys.stderr)  # fmt: skip
-            return code
-        if args.command == "silo-exec":
-            from .flower.silo_exec import run_silo_exec
-
-            run_silo_exec(args.runtime_api_address, args.insecure, args.root_certificates)
-            return 0
-    except (ValueError, RuntimeError, DataNotFoundError) as err:
-        print(f"hcct-lite: error: {err}", file=sys.stderr)
-        return 2
-    overrides = {k: getattr(args, k) for k in OVERRIDES}
-    try:
-        if args.partition is not None:
-            from .training.config import parse_partition
-
-            overrides["partition"] = parse_partition(args.partition)
-        from .experiments.store import check_output_path
-
-        if getattr(args, "json", None) is not None:
-            check_output_path(args.json, what="--json")
-        if args.command == "compare":
-            check_output_path(args.out, folder=True, what="--out")
-        if args.command == "flower-sim":
-            from .training.config import make_config
-
-            try:
-                from .flower.simulation import run_flower_simulation
-            except ImportError as err:
-                raise ValueError(
-                    f"flower-sim needs the flower extra: pip install 'hcct-lite[flower]' ({err})"
-                ) from None
-            cfg = make_config(args.task, args.scheme, args.seed, **overrides)
-            r = run_flower_simulation(cfg, args.json, engine=args.engine)
-            what = f"{args.task} / {args.scheme} / seed {args.seed} on Flower ({args.engine})"
-            return _report_run(what, r)
-        if args.command == "run":
-            from .experiments.runner import run_one
-
-            r = run_one(
-                args.task, args.scheme, args.seed, args.json, progress=not args.quiet, **overrides
-            )
-            return _report_run(f"{args.task} / {args.scheme} / seed {args.seed}", r)
-        from .experiments.runner import run_grid, save_tables
-
-        schemes = list(SCHEMES) if args.schemes == ["all"] else args.schemes
-        results = run_grid(
-            args.task,
-            schemes,
-            args.seeds,
-            args.out,
-            progress=not args.quiet,
-            workers=args.workers,
-            reuse_older=args.reuse_older,
-            cpu_capability=_capability(args),
-            **overrides,
-        )
-        print(save_tables(results, schemes, [args.task], args.out))
-        return 0
+        return COMMANDS[args.command](args)
     except (ValueError, RuntimeError, DataNotFoundError) as err:
         print(f"hcct-lite: error: {err}", file=sys.stderr)
         return 2

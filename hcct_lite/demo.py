@@ -69,7 +69,7 @@ def _save(fig, out, name):
 
 def training_demo(out: str, runs: str, seeds) -> None:
     """Run every scheme on rotated-digits; print Table IV/V layouts and save a chart."""
-    from .experiments.runner import run_grid, save_tables
+    from .runs.runner import run_grid, save_tables
 
     print(
         f"Task {TASK}: 8 clients, rotations 0/90/180/270 degrees (clients 2k and 2k+1 "
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
         "--partition", action="store_true", help="only the partition demo on synthetic updates"
     )
     args = parser.parse_args(argv)
-    from .viz.plots import classroom_style
+    from .lessons.modes import classroom_style
 
     classroom_style()  # the saved figures are read projected, as the notebooks' are
     if args.partition:

@@ -1,6 +1,6 @@
 """Theorems 1 and 2 of the paper made computable.
 
-No training here: :mod:`hcct_lite.experiments.gradient_similarity` checks the theorem's
+No training here: :mod:`hcct_lite.lessons.gradient_similarity` checks the theorem's
 key assumption on real updates.
 
 With probability 1 - delta, client i's test error in group G is at most

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from hcct_lite.experiments.gradient_similarity import label_mix_similarity
+from hcct_lite.lessons.gradient_similarity import label_mix_similarity
 from hcct_lite.partition.synthetic import clustered_updates  # noqa: E402
 from hcct_lite.theory import (
     alpha_equivalent,

@@ -8,7 +8,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from hcct_lite.experiments.designer import (  # noqa: E402
+from hcct_lite.lessons.designer import (  # noqa: E402
     PRESETS,
     Designer,
     Silo,
@@ -142,8 +142,8 @@ def test_the_widget_redraws_and_keeps_the_last_picture_on_a_bad_setting():
 def test_the_picture_is_readable_projected(designer):
     from matplotlib.text import Text
 
+    from hcct_lite.lessons.modes import classroom_style
     from hcct_lite.viz.designer import draw_designer, draw_training
-    from hcct_lite.viz.plots import classroom_style
 
     classroom_style()  # as every notebook sets it (notebook_mode)
     silos, alpha = PRESETS["rotated pairs"]

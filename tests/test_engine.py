@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from hcct_lite.experiments.runner import run_grid
+from hcct_lite.runs.runner import run_grid
 from hcct_lite.training.config import SCHEMES, make_config
 from hcct_lite.training.engine import run_experiment
 from hcct_lite.training.tasks import build_clients

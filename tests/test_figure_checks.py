@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hcct_lite.experiments import figure_checks as fc
+from hcct_lite.reproduction import figure_checks as fc
 
 
 def _run(config, final, history=None, best=None, seed=0):

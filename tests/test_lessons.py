@@ -6,8 +6,8 @@ import re
 import pytest
 
 import hcct_lite as hl
-from hcct_lite.lessons import EXERCISES, check
 from hcct_lite.lessons.checks import judge
+from hcct_lite.lessons.exercises import EXERCISES, check
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hcct_lite.experiments.misleads import (
+from hcct_lite.lessons.misleads import (
     alpha_summary,
     break_even_grid,
     iid_summary,
@@ -13,8 +13,8 @@ from hcct_lite.experiments.misleads import (
     validated_alpha,
     validation_choices,
 )
-from hcct_lite.experiments.paper_grids import GRIDS, PAPER_PART, grid_jobs
-from hcct_lite.experiments.study_grids import STUDY_GRIDS
+from hcct_lite.reproduction.paper_grids import GRIDS, PAPER_PART, grid_jobs
+from hcct_lite.reproduction.study_grids import STUDY_GRIDS
 
 ROT = ["rot0", "rot0", "rot90", "rot90"]
 

@@ -10,23 +10,24 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from hcct_lite.experiments import shipped  # noqa: E402
-from hcct_lite.experiments.modes import (  # noqa: E402
+from hcct_lite.lessons import shipped  # noqa: E402
+from hcct_lite.lessons.modes import (  # noqa: E402
     QUICK,
     Mode,
     notebook_mode,
     results_dir,
     task_settings,
 )
-from hcct_lite.experiments.motivating_example import (  # noqa: E402
+from hcct_lite.partition.greedy import client_partition  # noqa: E402
+from hcct_lite.partition.merge_steps import break_even_alpha, merge_steps  # noqa: E402
+from hcct_lite.partition.synthetic import clustered_updates  # noqa: E402
+from hcct_lite.reproduction import report_tables  # noqa: E402
+from hcct_lite.reproduction.motivating_example import (  # noqa: E402
     PATTERNS,
     alone_in,
     pattern_claims,
 )
-from hcct_lite.experiments.paper_grids import grid_jobs  # noqa: E402
-from hcct_lite.partition.greedy import client_partition  # noqa: E402
-from hcct_lite.partition.merge_steps import break_even_alpha, merge_steps  # noqa: E402
-from hcct_lite.partition.synthetic import clustered_updates  # noqa: E402
+from hcct_lite.reproduction.paper_grids import grid_jobs  # noqa: E402
 from hcct_lite.training.config import make_config  # noqa: E402
 from hcct_lite.viz.charts import plot_curves, plot_pattern_bars  # noqa: E402
 from hcct_lite.viz.plots import plot_bound, plot_merge_steps  # noqa: E402
@@ -94,10 +95,10 @@ def test_pattern_claims_follow_the_numbers():
 
 def test_domain_cosines_split_same_and_other_domains():
     cos = np.array([[1, 0.9, 0.1], [0.9, 1, 0.3], [0.1, 0.3, 1]])
-    same, other = shipped.domain_cosines(cos, ["a", "a", "b"])
+    same, other = report_tables.domain_cosines(cos, ["a", "a", "b"])
     assert same == pytest.approx(0.9) and other == pytest.approx(0.2)
     with pytest.raises(ValueError, match="cosines has shape"):
-        shipped.domain_cosines(cos, ["a", "b"])
+        report_tables.domain_cosines(cos, ["a", "b"])
 
 
 def test_quick_jobs_are_small_valid_versions_of_the_paper_grids():
@@ -175,7 +176,7 @@ def test_every_teaching_name_resolves_from_the_package():
 
 
 def test_the_runs_cache_is_keyed_on_the_code(monkeypatch):
-    from hcct_lite.experiments import runner
+    from hcct_lite.runs import runner
 
     a = runner.settings_dir("runs/x", epochs=2)
     assert a == runner.settings_dir("runs/x", epochs=2)
@@ -184,6 +185,6 @@ def test_the_runs_cache_is_keyed_on_the_code(monkeypatch):
 
 
 def test_code_fingerprint_is_a_stable_short_hash():
-    from hcct_lite.experiments.runner import code_fingerprint
+    from hcct_lite.runs.runner import code_fingerprint
 
     assert code_fingerprint() == code_fingerprint() and len(code_fingerprint()) == 8

@@ -15,10 +15,10 @@ import pytest  # noqa: E402
 from nbformat.v4 import new_code_cell, new_notebook, new_output  # noqa: E402
 from strip_notebooks import strip_notebook  # noqa: E402
 
-from hcct_lite.experiments.motivating_example import PATTERNS, motivating_table, pattern_means  # noqa: E402
-from hcct_lite.experiments.paper import TABLE_II, TABLE_III_ALPHA, TABLE_IV, TABLE_V  # noqa: E402
-from hcct_lite.experiments.results import beside_paper  # noqa: E402
-from hcct_lite.experiments.runner import settings_dir  # noqa: E402
+from hcct_lite.reproduction.motivating_example import PATTERNS, motivating_table, pattern_means  # noqa: E402
+from hcct_lite.reproduction.paper import TABLE_II, TABLE_III_ALPHA, TABLE_IV, TABLE_V  # noqa: E402
+from hcct_lite.reproduction.report_tables import beside_paper  # noqa: E402
+from hcct_lite.runs.runner import settings_dir  # noqa: E402
 from hcct_lite.training.config import make_config, parse_partition  # noqa: E402
 from hcct_lite.training.tasks import available_source  # noqa: E402
 from hcct_lite.viz.charts import (  # noqa: E402

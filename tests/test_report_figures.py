@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from hcct_lite.experiments.report_figures import fig4_table, fig5_table, figure_sections
-from hcct_lite.experiments.report_tables import complete_seeds, variant
+from hcct_lite.reproduction.report_figures import fig4_table, fig5_table, figure_sections
+from hcct_lite.runs.reading import complete_seeds, variant
 
 
 def _run(name, seed, config=None, final=0.0, best=0.0, history=None):
@@ -144,7 +144,7 @@ def test_figure_claims_follow_the_runs():
 def test_the_kernel_section_names_each_rerun_and_summarises_per_grid(tmp_path):
     import json
 
-    from hcct_lite.experiments.report_kernels import kernel_section
+    from hcct_lite.reproduction.report_kernels import kernel_section
 
     assert "pending" in kernel_section(str(tmp_path))
     rep = {"path": "results/schemes-fmnist/hcct-seed0.json", "recorded_capability": "default",

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from hcct_lite.experiments.paper_grids import GRIDS, current_grid, grid_jobs
-from hcct_lite.experiments.runner import run_grid
+from hcct_lite.reproduction.paper_grids import GRIDS, current_grid, grid_jobs
+from hcct_lite.runs.runner import run_grid
 from hcct_lite.training.config import RunConfig, make_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -85,7 +85,7 @@ def test_maxfl_is_global_on_fmnist_as_in_the_paper():
 
 
 def test_the_committed_report_is_generated_from_the_committed_results():
-    from hcct_lite.experiments.report import render_report
+    from hcct_lite.reproduction.report import render_report
 
     with open(os.path.join(ROOT, "docs", "reproduction.md")) as f:
         committed = f.read()
@@ -108,7 +108,7 @@ def test_unknown_grid_is_named():
 
 
 def test_provenance_records_the_thread_count_that_reproduces_a_run():
-    from hcct_lite.experiments.runner import provenance
+    from hcct_lite.runs.runner import provenance
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

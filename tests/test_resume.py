@@ -2,7 +2,7 @@
 
 import json
 
-from hcct_lite.experiments.runner import run_grid
+from hcct_lite.runs.runner import run_grid
 
 
 def test_a_grid_reruns_stale_or_corrupt_files_and_says_which(tmp_path):

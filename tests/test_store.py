@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from hcct_lite.experiments import store
-from hcct_lite.experiments.runner import run_grid
-from hcct_lite.experiments.store import check_output_path, clean_temp_files, result_problem
+from hcct_lite.runs import store
+from hcct_lite.runs.runner import run_grid
+from hcct_lite.runs.store import check_output_path, clean_temp_files, result_problem
 
 KW = dict(progress=False, epochs=2)
 
@@ -136,7 +136,7 @@ def test_a_fifo_output_is_refused_and_left_alone(tmp_path):
         check_output_path(str(fifo))
     with pytest.raises(ValueError, match="give a folder name"):
         check_output_path("", folder=True, what="--out")
-    from hcct_lite.experiments.results import write_json
+    from hcct_lite.runs.results import write_json
 
     with pytest.raises(ValueError, match="not a regular file"):
         write_json(str(fifo), {})

@@ -1,19 +1,19 @@
 """The Fig. 3-6 studies and the buffer ablation, on the embedded task.
 
 The notebook and the report draw these from grid runs (``run_jobs``) through the summaries
-of :mod:`hcct_lite.experiments.shipped`; the same path is tested here.
+of :mod:`hcct_lite.lessons.shipped`; the same path is tested here.
 """
 
 import numpy as np
 
-from hcct_lite.experiments.figure_checks import (
+from hcct_lite.reproduction.figure_checks import (
     alpha_ratio_errors,
     fixed_k_summary,
     incoming_curves,
 )
-from hcct_lite.experiments.results import read_results
-from hcct_lite.experiments.runner import Job, job_path, run_jobs
-from hcct_lite.experiments.shipped import ablation_summary
+from hcct_lite.reproduction.report_tables import ablation_summary
+from hcct_lite.runs.results import read_results
+from hcct_lite.runs.runner import Job, job_path, run_jobs
 
 
 def _runs(tmp_path, variants, **common):

@@ -8,20 +8,14 @@ import pytest
 
 matplotlib.use("Agg")
 
-from hcct_lite.experiments.decisions import (  # noqa: E402
+from hcct_lite.lessons.decisions import (  # noqa: E402
     consecutive_agreement,
     decision_claims,
     epoch_groups,
     group_labels,
     truth_agreement,
 )
-from hcct_lite.experiments.figure_checks import figure_claims  # noqa: E402
-from hcct_lite.experiments.modes import solutions_shown  # noqa: E402
-from hcct_lite.experiments.motivating_example import (  # noqa: E402
-    pattern_ranking,
-    selfish_choices,
-)
-from hcct_lite.experiments.report_tables import setup_table  # noqa: E402
+from hcct_lite.lessons.modes import solutions_shown  # noqa: E402
 from hcct_lite.partition.merge_steps import (  # noqa: E402
     benefit_parts,
     break_even_alpha,
@@ -29,6 +23,12 @@ from hcct_lite.partition.merge_steps import (  # noqa: E402
     pair_benefits,
 )
 from hcct_lite.partition.synthetic import clustered_updates  # noqa: E402
+from hcct_lite.reproduction.figure_checks import figure_claims  # noqa: E402
+from hcct_lite.reproduction.motivating_example import (  # noqa: E402
+    pattern_ranking,
+    selfish_choices,
+)
+from hcct_lite.reproduction.report_tables import setup_table  # noqa: E402
 from hcct_lite.viz.decisions import ALONE, plot_group_timeline  # noqa: E402
 
 NOTEBOOKS = sorted(Path(__file__).parents[1].joinpath("notebooks").glob("*.ipynb"))
@@ -167,11 +167,12 @@ def _scheme_run(scheme, seed, final, best):
 def test_every_figure_is_readable_projected():
     import matplotlib.pyplot as plt
 
+    from hcct_lite.lessons.modes import classroom_style
     from hcct_lite.partition.greedy import client_partition
     from hcct_lite.partition.merge_steps import merge_steps
     from hcct_lite.viz import charts, plots
 
-    plots.classroom_style()
+    classroom_style()
     u, d, _ = clustered_updates([3, 3, 2], dim=200, noise=0.5, seed=0)
     runs = [_scheme_run(s, k, 30.0 + k, 25.0) for s in ("global", "hcct") for k in range(2)]
     figures = [
@@ -198,7 +199,7 @@ def test_every_figure_is_readable_projected():
 def test_scheme_bars_mark_the_papers_values_and_the_alpha_axis_labels_every_alpha():
     import matplotlib.pyplot as plt
 
-    from hcct_lite.experiments.paper import TABLE_IV
+    from hcct_lite.reproduction.paper import TABLE_IV
     from hcct_lite.viz import charts, plots
 
     runs = [_scheme_run(s, 0, 30.0, 25.0) for s in ("global", "hcct")]

@@ -28,8 +28,8 @@ import os
 import subprocess
 import time
 
-from hcct_lite.experiments.paper_grids import grid_jobs
-from hcct_lite.experiments.runner import _jobs_to_run, _one_thread, _run_job
+from hcct_lite.reproduction.paper_grids import grid_jobs
+from hcct_lite.runs.runner import one_torch_thread, pending_jobs, run_job
 from hcct_lite.training.config import make_config
 
 
@@ -98,11 +98,11 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     t0 = time.time()
     say = lambda msg: print(f"[{time.time() - t0:6.1f} s] {msg}", flush=True)  # noqa: E731
-    todo = ordered(_jobs_to_run(grid_jobs(a.grids), a.out, a.device, True, lambda m: None))
+    todo = ordered(pending_jobs(grid_jobs(a.grids), a.out, a.device, True, lambda m: None))
     budget = (a.memory_gb or card_memory_gb()) * 0.92
     say(f"{len(todo)} runs to do, {a.workers} workers, {budget:.0f} GB to fill")
     mem = lambda j: a.gb_base + a.gb_per_client * n_clients(j)  # noqa: E731
-    pool = mp.get_context("spawn").Pool(a.workers, initializer=_one_thread)
+    pool = mp.get_context("spawn").Pool(a.workers, initializer=one_torch_thread)
     flight, per_client, tries, done = {}, [], {}, 0
     with open(a.log, "a") as log:
         while todo or flight:
@@ -116,7 +116,7 @@ def main(argv=None) -> int:
                 if rate * n_clients(j) * 1.1 > left:
                     continue  # cannot finish: a smaller run may
                 todo.remove(j)
-                res = pool.apply_async(_run_job, ((j, a.out, a.device),))
+                res = pool.apply_async(run_job, (j, a.out, a.device))
                 flight[j.name] = (j, res, time.time() - t0)
                 say(f"start {j.name} (N={n_clients(j)}, {len(flight)} in flight)")
             if not flight or left < -60:  # a worker that died leaves its run pending

@@ -111,66 +111,78 @@ def make_client_app(cfg=None, mods=None) -> ClientApp:
     """
     app = ClientApp(mods=mods)
 
-    def setup(msg: Message, context: Context):
-        c = cfg
-        if c is None:
-            text = msg.content["config"].get("config-json") if "config" in msg.content else None
-            c = config_from_text(text) if text else config_from_run_config(context.run_config)
-        model = build_model(c.model)
-        return c, model, *silo_data(c, context.node_config)
-
     @app.query()
     def query(msg: Message, context: Context) -> Message:
-        c, _, i, data = setup(msg, context)
-        return Message(
-            RecordDict({"info": MetricRecord({"partition-id": i, "num-examples": data.size})}),
-            reply_to=msg,
-        )
+        return _answer_query(cfg, msg, context)
 
     @app.train()
     def train(msg: Message, context: Context) -> Message:
-        c, model, i, data = setup(msg, context)
-        conf = msg.content["config"]
-        lr, epoch = float(conf["lr"]), int(conf["epoch"])
-        _check_training(c, lr, epoch, context)
-        start = _keep_head(c, model, from_record(msg.content["model"]), context)
-        trainer = SGDTrainer(model, c.local_epochs, c.batch_size, seed=c.seed)
-        res = trainer.train_one(start, data, lr, epoch, i)
-        if _keeps_head(c):
-            context.state["head"] = ArrayRecord(
-                {k: res.state[k].detach().clone() for k in head_names(model)}
-            )
-        metrics = MetricRecord(
-            {
-                "num-examples": res.n_samples,
-                "train-loss": res.train_loss,
-                "train-acc": res.train_acc,
-            }
-        )
-        return Message(
-            RecordDict({"model": to_record(res.state), "metrics": metrics}), reply_to=msg
-        )
+        return _answer_train(cfg, msg, context)
 
     @app.evaluate()
     def evaluate_(msg: Message, context: Context) -> Message:
-        c, model, _, data = setup(msg, context)
-        _count_evaluation(context)
-        state = _keep_head(c, model, from_record(msg.content["model"]), context)
-        on_train = msg.content["config"].get("split", "test") == "train"
-        x, y = (data.x_train, data.y_train) if on_train else (data.x_test, data.y_test)
-        loss, error = evaluate(model, state, x, y)
-        return Message(
-            RecordDict(
-                {
-                    "metrics": MetricRecord(
-                        {"loss": loss, "error": error, "num-examples": int(y.shape[0])}
-                    )
-                }
-            ),
-            reply_to=msg,
-        )
+        return _answer_evaluate(cfg, msg, context)
 
     return app
+
+
+def _setup(cfg, msg: Message, context: Context) -> tuple:
+    """``(config, model, silo index, silo data)`` for one message.
+
+    ``cfg`` None: the config the message carries, else the run config's.
+    """
+    c = cfg
+    if c is None:
+        text = msg.content["config"].get("config-json") if "config" in msg.content else None
+        c = config_from_text(text) if text else config_from_run_config(context.run_config)
+    model = build_model(c.model)
+    return c, model, *silo_data(c, context.node_config)
+
+
+def _answer_query(cfg, msg: Message, context: Context) -> Message:
+    """The silo's index and its number of training samples."""
+    _, _, i, data = _setup(cfg, msg, context)
+    return Message(
+        RecordDict({"info": MetricRecord({"partition-id": i, "num-examples": data.size})}),
+        reply_to=msg,
+    )
+
+
+def _answer_train(cfg, msg: Message, context: Context) -> Message:
+    """Local SGD from the sent model, after the silo-side guards on the rate and the epoch.
+
+    The silo's own head is kept where the scheme keeps one.
+    """
+    c, model, i, data = _setup(cfg, msg, context)
+    conf = msg.content["config"]
+    lr, epoch = float(conf["lr"]), int(conf["epoch"])
+    _check_training(c, lr, epoch, context)
+    start = _keep_head(c, model, from_record(msg.content["model"]), context)
+    trainer = SGDTrainer(model, c.local_epochs, c.batch_size, seed=c.seed)
+    res = trainer.train_one(start, data, lr, epoch, i)
+    if _keeps_head(c):
+        context.state["head"] = ArrayRecord(
+            {k: res.state[k].detach().clone() for k in head_names(model)}
+        )
+    metrics = MetricRecord(
+        {"num-examples": res.n_samples, "train-loss": res.train_loss, "train-acc": res.train_acc}
+    )
+    return Message(RecordDict({"model": to_record(res.state), "metrics": metrics}), reply_to=msg)
+
+
+def _answer_evaluate(cfg, msg: Message, context: Context) -> Message:
+    """Loss and error of the sent model on the silo's test (or train) split.
+
+    Counted against the silo's evaluation budget.
+    """
+    c, model, _, data = _setup(cfg, msg, context)
+    _count_evaluation(context)
+    state = _keep_head(c, model, from_record(msg.content["model"]), context)
+    on_train = msg.content["config"].get("split", "test") == "train"
+    x, y = (data.x_train, data.y_train) if on_train else (data.x_test, data.y_test)
+    loss, error = evaluate(model, state, x, y)
+    metrics = MetricRecord({"loss": loss, "error": error, "num-examples": int(y.shape[0])})
+    return Message(RecordDict({"metrics": metrics}), reply_to=msg)
 
 
 app = make_client_app()

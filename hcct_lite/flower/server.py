@@ -18,7 +18,7 @@ from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.serverapp import Grid, ServerApp
 from typing_extensions import override
 
-from ..experiments.results import write_json
+from ..runs.results import write_json
 from ..training.engine import run_experiment
 from ..training.models import build_model
 from ..training.replies import Rejected

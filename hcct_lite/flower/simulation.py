@@ -14,7 +14,7 @@ import logging
 import os
 import tempfile
 
-from ..experiments.results import write_json
+from ..runs.results import write_json
 
 __all__ = ["run_flower_simulation", "RAY_STARTUP_WAIT", "ENGINES"]
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..experiments.decisions import truth_agreement
-from ..experiments.misleads import break_even_grid
-from ..experiments.motivating_example import selfish_choices
 from ..partition import client_partition, optimal_partition
 from ..partition.merge_steps import benefit_parts, break_even_alpha, merge_steps
 from ..partition.synthetic import clustered_updates
+from ..reproduction.motivating_example import selfish_choices
 from ..theory import alpha_equivalent, join_gain, learning_rate_sum
 from .checks import Exercise, feedback
+from .decisions import truth_agreement
+from .misleads import break_even_grid
 
 __all__ = ["EXERCISES", "check"]
 
@@ -71,32 +71,32 @@ def _who_recovers():
 
 
 def _fmnist_best():
-    from ..experiments.modes import Mode
-    from ..experiments.report_tables import by_scheme
-    from ..experiments.shipped import scheme_runs
+    from ..runs.reading import by_scheme
+    from .modes import Mode
+    from .shipped import scheme_runs
 
     final = {s: v[0][0] for s, v in by_scheme(scheme_runs(Mode("shipped"), "fmnist")).items()}
     return min(final, key=final.get)
 
 
 def _fig5_top_utility():
-    from ..experiments.figure_checks import fixed_k_summary
-    from ..experiments.modes import Mode
-    from ..experiments.shipped import grid_runs
+    from ..reproduction.figure_checks import fixed_k_summary
+    from .modes import Mode
+    from .shipped import grid_runs
 
     ks, _, utilities = fixed_k_summary(grid_runs(Mode("shipped"), "fixed-k-digit"))[20]
     return ks[int(np.argmax(utilities))]
 
 
 def _protocol_gain(runs):
-    from ..experiments.report_tables import by_scheme
+    from ..runs.reading import by_scheme
 
     final, best = by_scheme(runs["fmnist"])["hcct"]
     return final[0] - best[0]
 
 
 def _best_digit_scheme(runs):
-    from ..experiments.shipped import best_epoch_means
+    from .shipped import best_epoch_means
 
     means = best_epoch_means(runs["digit"])
     return min(means, key=means.get)
@@ -128,7 +128,7 @@ def _pooled_alpha(alphas):
 
 
 def _designer_pairs():
-    from ..experiments.designer import PRESETS, Designer
+    from .designer import PRESETS, Designer
 
     designer, (silos, _) = Designer(seed=0), PRESETS["alpha's scale"]
     grid = np.arange(1.0, 20.01, 0.5)
@@ -266,7 +266,7 @@ _LIST = [
 
 
 def _label_r() -> float:
-    from ..experiments.gradient_similarity import label_mix_similarity
+    from .gradient_similarity import label_mix_similarity
 
     return label_mix_similarity(n_pairs=60, seed=1)[2]
 

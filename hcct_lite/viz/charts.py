@@ -87,8 +87,8 @@ def plot_fixed_k(ks, errors, utilities=None, ax=None, stds=None):
     """Fig. 5: mean test error (and total utility, right axis) against the fixed K.
 
     ``ks``, ``errors``, ``utilities``: (n_K,) as from
-    :func:`hcct_lite.experiments.figure_checks.fixed_k_summary`; ``stds`` (n_K,), the
-    error's std over seeds (:func:`~hcct_lite.experiments.figure_checks.fixed_k_std`),
+    :func:`hcct_lite.reproduction.figure_checks.fixed_k_summary`; ``stds`` (n_K,), the
+    error's std over seeds (:func:`~hcct_lite.reproduction.figure_checks.fixed_k_std`),
     drawn as error bars. Every K run is a tick.
     """
     ax = axes(ax)
@@ -107,9 +107,9 @@ def plot_fixed_k_by_size(summary: dict, ax=None, partial=(), seeds=None):
     """Fig. 6: mean test error against the fixed K, one line per federation size N.
 
     ``summary``: ``N -> (ks, errors, utilities)``, as from
-    :func:`hcct_lite.experiments.figure_checks.fixed_k_summary`. ``partial``: the N whose
+    :func:`hcct_lite.reproduction.figure_checks.fixed_k_summary`. ``partial``: the N whose
     K are not all run yet, drawn dashed and labelled so. ``seeds``: ``N -> seeds`` averaged
-    (:func:`~hcct_lite.experiments.figure_checks.seeds_by_size`), named in the legend. K is
+    (:func:`~hcct_lite.reproduction.figure_checks.seeds_by_size`), named in the legend. K is
     on a log axis, every K labelled, so that K = 1, 2, 5 stay apart beside K = 50.
     """
     ax = axes(ax)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..experiments.decisions import group_labels
+from ..runs.reading import group_labels
 from .plots import axes
 
 __all__ = ["plot_group_timeline", "plot_group_timelines"]
@@ -62,7 +62,7 @@ def plot_group_timelines(runs: dict, titles: dict, truth: dict | None = None):
     """
     import matplotlib.pyplot as plt
 
-    from ..experiments.decisions import truth_agreement
+    from ..lessons.decisions import truth_agreement
 
     fig, axs = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 4.6), layout="constrained")
     for ax, (name, r) in zip(np.atleast_1d(axs), runs.items(), strict=True):

@@ -1,6 +1,6 @@
 """The federation designer: design silos, watch HCCT decide (``hcct_lite.federation_designer``).
 
-The logic lives in :mod:`hcct_lite.experiments.designer`; this module draws its picture
+The logic lives in :mod:`hcct_lite.lessons.designer`; this module draws its picture
 (:func:`draw_designer`, testable without widgets) and wires the controls.
 """
 
@@ -10,7 +10,7 @@ import html
 
 import numpy as np
 
-from ..experiments.designer import MAX_SILOS, PRESETS, ROTATIONS, Designer, Silo, parse_classes
+from ..lessons.designer import MAX_SILOS, PRESETS, ROTATIONS, Designer, Silo, parse_classes
 from .plots import plot_dendrogram
 from .widgets import STATIC_NOTE, static_widgets
 
@@ -121,82 +121,106 @@ def federation_designer(preset: str = "rotated pairs", seed: int = 0):
         raise ValueError(f"unknown preset {preset!r}; choose from {list(PRESETS)}")
     designer = Designer(seed)
     if static_widgets():  # the static book: the preset's picture and a note, no controls
-        import matplotlib.pyplot as plt
-        from IPython.display import display
-
-        pic = designer.picture(*PRESETS[preset])
-        display(draw_designer(pic))
-        plt.close("all")
-        print(f"{preset}: {pic['text']}\n{STATIC_NOTE}")
+        _show_static(designer, preset)
         return None
-    import ipywidgets as w
+    return _DesignerPanel(designer, preset).widget()
 
-    rows = [_silo_row(k) for k in range(1, MAX_SILOS + 1)]
-    boxes = [w.HBox(list(r.values())) for r in rows]
-    top = dict(
-        preset=w.Dropdown(options=list(PRESETS), value=preset, description="preset"),
-        silos=w.IntSlider(3, min=3, max=MAX_SILOS, description="silos"),
-        alpha=w.FloatLogSlider(50.0, base=10, min=-1, max=4, step=0.05, description="alpha"),
-        client=w.Dropdown(options=[1, 2, 3], value=1, description="client"),
-    )
-    message, partition = w.HTML(), w.HTML()
-    partition.add_class("hcct-partition")
-    picture, trained = w.Output(), w.Output()
-    button = w.Button(description="train 5 epochs")
-    loading = [False]
 
-    def silos():
-        n = top["silos"].value
+def _show_static(designer: Designer, preset: str) -> None:
+    """Display ``preset``'s picture and say that the controls need a live kernel."""
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    pic = designer.picture(*PRESETS[preset])
+    display(draw_designer(pic))
+    plt.close("all")
+    print(f"{preset}: {pic['text']}\n{STATIC_NOTE}")
+
+
+class _DesignerPanel:
+    """The designer's controls and outputs, and what each control does when it changes."""
+
+    def __init__(self, designer: Designer, preset: str):
+        import ipywidgets as w
+
+        self.designer = designer
+        self.rows = [_silo_row(k) for k in range(1, MAX_SILOS + 1)]
+        self.boxes = [w.HBox(list(r.values())) for r in self.rows]
+        self.top = dict(
+            preset=w.Dropdown(options=list(PRESETS), value=preset, description="preset"),
+            silos=w.IntSlider(3, min=3, max=MAX_SILOS, description="silos"),
+            alpha=w.FloatLogSlider(
+                50.0, base=10, min=-1, max=4, step=0.05, description="alpha"
+            ),  # fmt: skip
+            client=w.Dropdown(options=[1, 2, 3], value=1, description="client"),
+        )
+        self.message, self.partition = w.HTML(), w.HTML()
+        self.partition.add_class("hcct-partition")
+        self.picture, self.trained = w.Output(), w.Output()
+        self.button = w.Button(description="train 5 epochs")
+        self.loading = False  # a preset sets many controls: draw once, after the last
+
+    def silos(self) -> list:
+        """The silos the visible rows describe."""
+        n = self.top["silos"].value
         return [Silo(r["samples"].value, r["mix"].value, parse_classes(r["classes"].value),
-                     r["rotation"].value) for r in rows[:n]]  # fmt: skip
+                     r["rotation"].value) for r in self.rows[:n]]  # fmt: skip
 
-    def redraw(*_):
-        if loading[0]:
+    def redraw(self, *_) -> None:
+        """Show the rows of the chosen silos and redraw; a bad setting keeps the last picture."""
+        if self.loading:
             return
-        n = top["silos"].value
-        for k, box in enumerate(boxes):
+        n, top = self.top["silos"].value, self.top
+        for k, box in enumerate(self.boxes):
             box.layout.display = "" if k < n else "none"
         top["client"].options = list(range(1, n + 1))
         try:
-            pic = designer.picture(silos(), top["alpha"].value, top["client"].value - 1)
+            pic = self.designer.picture(self.silos(), top["alpha"].value, top["client"].value - 1)
         except ValueError as err:
-            message.value = (f"<b style='color:#b00020'>{html.escape(str(err))}</b> "
-                             "(the last valid picture stays)")  # fmt: skip
+            self.message.value = (f"<b style='color:#b00020'>{html.escape(str(err))}</b> "
+                                  "(the last valid picture stays)")  # fmt: skip
             return
-        message.value = ""
-        partition.value = html.escape(pic["text"])
-        _show(picture, draw_designer(pic, top["client"].value - 1))
+        self.message.value = ""
+        self.partition.value = html.escape(pic["text"])
+        _show(self.picture, draw_designer(pic, top["client"].value - 1))
 
-    def load(*_):
-        chosen, alpha = PRESETS[top["preset"].value]
-        loading[0] = True
-        top["silos"].value, top["alpha"].value = len(chosen), alpha
-        for r, s in zip(rows, chosen, strict=False):
+    def load(self, *_) -> None:
+        """Set every control to the chosen preset, then draw once."""
+        chosen, alpha = PRESETS[self.top["preset"].value]
+        self.loading = True
+        self.top["silos"].value, self.top["alpha"].value = len(chosen), alpha
+        for r, s in zip(self.rows, chosen, strict=False):
             r["samples"].value, r["mix"].value = s.samples, s.concentration
             r["classes"].value = _classes_text(s.classes)
             r["rotation"].value = s.rotation
-        loading[0] = False
-        redraw()
+        self.loading = False
+        self.redraw()
 
-    def train(_):
+    def train(self, _) -> None:
+        """Train HCCT's pattern, Independent and Global for 5 epochs and draw the errors."""
         try:
-            errors = designer.train(silos(), top["alpha"].value)
+            errors = self.designer.train(self.silos(), self.top["alpha"].value)
         except ValueError as err:
-            message.value = f"<b style='color:#b00020'>{html.escape(str(err))}</b>"
+            self.message.value = f"<b style='color:#b00020'>{html.escape(str(err))}</b>"
             return
-        _show(trained, draw_training(errors))
+        _show(self.trained, draw_training(errors))
 
-    top["preset"].observe(load, names="value")
-    for control in [top["silos"], top["alpha"], top["client"]] + [
-        c for r in rows for c in r.values()
-    ]:
-        control.observe(redraw, names="value")
-    button.on_click(train)
-    box = w.VBox([w.HBox([top["preset"], top["silos"]]), w.HBox([top["alpha"], top["client"]]),
-                  *boxes, message, partition, picture, button, trained])  # fmt: skip
-    box.add_class("hcct-designer")
-    load()
-    return box
+    def widget(self):
+        """Wire the controls and return the whole designer as one VBox, drawn at its preset."""
+        import ipywidgets as w
+
+        top = self.top
+        top["preset"].observe(self.load, names="value")
+        controls = [top["silos"], top["alpha"], top["client"]]
+        for control in controls + [c for r in self.rows for c in r.values()]:
+            control.observe(self.redraw, names="value")
+        self.button.on_click(self.train)
+        box = w.VBox([w.HBox([top["preset"], top["silos"]]), w.HBox([top["alpha"], top["client"]]),
+                      *self.boxes, self.message, self.partition, self.picture, self.button,
+                      self.trained])  # fmt: skip
+        box.add_class("hcct-designer")
+        self.load()
+        return box
 
 
 def _classes_text(classes) -> str:

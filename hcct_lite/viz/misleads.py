@@ -13,7 +13,7 @@ def plot_scheme_study(summary: dict):
     """Two panels: final error and agreement with the rotations, per scheme and local epochs.
 
     ``summary``: ``(scheme, local_epochs) -> dict(error, agreement)``, as from
-    :func:`hcct_lite.experiments.misleads.scheme_summary`. Returns the two Axes.
+    :func:`hcct_lite.lessons.misleads.scheme_summary`. Returns the two Axes.
     """
     import matplotlib.pyplot as plt
 
@@ -39,7 +39,7 @@ def plot_break_even(sizes, cosines, grid, ax=None, alpha=None):
     """Heatmap of break-even alphas (log colour scale), each cell written in.
 
     ``grid``: (len(sizes), len(cosines)) from
-    :func:`hcct_lite.experiments.misleads.break_even_grid`. With ``alpha``, cells whose
+    :func:`hcct_lite.lessons.misleads.break_even_grid`. With ``alpha``, cells whose
     merge pays at that alpha are outlined.
     """
     from matplotlib.colors import LogNorm
@@ -64,7 +64,7 @@ def plot_break_even(sizes, cosines, grid, ax=None, alpha=None):
 def plot_alpha_sweep(summary: dict, ax=None):
     """Final error (left axis) and agreement with the rotations (right) against alpha.
 
-    ``summary`` from :func:`hcct_lite.experiments.misleads.alpha_summary`; errors are means
+    ``summary`` from :func:`hcct_lite.lessons.misleads.alpha_summary`; errors are means
     over its seeds.
     """
     ax = axes(ax, (7, 3.8))

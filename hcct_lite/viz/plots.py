@@ -9,26 +9,7 @@ from scipy.cluster.hierarchy import dendrogram
 
 from ..partition.utility import Partition
 
-__all__ = ["axes", "classroom_style", "plot_dendrogram", "save_figure"]
-
-# Font sizes readable on a classroom projector (matplotlib's defaults are for print).
-CLASSROOM = {
-    "font.size": 12,
-    "axes.titlesize": 13,
-    "axes.labelsize": 12,
-    "xtick.labelsize": 12,
-    "ytick.labelsize": 12,
-    "legend.fontsize": 12,
-    "legend.title_fontsize": 12,
-    "figure.dpi": 100,
-}
-
-
-def classroom_style() -> None:
-    """Set matplotlib's font sizes for a projector (the notebooks call it once)."""
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update(CLASSROOM)
+__all__ = ["axes", "plot_dendrogram", "save_figure"]
 
 
 def axes(ax=None, size=(6, 3.5)):
@@ -119,8 +100,8 @@ def plot_scheme_bars(results, task: str, schemes=None, ax=None, protocol: str = 
     protocol : ``"final"`` (final epoch) or ``"best"`` (each client's best epoch, the
         authors' code's protocol, the one to compare with the paper's ticks)
     """
-    from ..experiments.paper import TABLE_IV
-    from ..experiments.report_tables import by_scheme
+    from ..reproduction.paper import TABLE_IV
+    from ..runs.reading import by_scheme
 
     if protocol not in ("final", "best"):
         raise ValueError(f"protocol must be 'final' or 'best'; got {protocol!r}")

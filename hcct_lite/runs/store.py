@@ -196,7 +196,7 @@ def check_output_path(path, folder: bool = False, what: str = "--json") -> None:
 def clean_temp_files(folder: str) -> list:
     """Remove temporary files that killed writes left in ``folder``; return their names.
 
-    Only :func:`~hcct_lite.experiments.results.write_json`'s own (``.tmp-*.json``), and
+    Only :func:`~hcct_lite.runs.results.write_json`'s own (``.tmp-*.json``), and
     only those older than a minute: a live write takes milliseconds.
     """
     removed = []

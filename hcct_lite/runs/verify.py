@@ -65,7 +65,7 @@ def rerun(result: dict, capability: str | None = None, threads: int | None = Non
         with open(spec, "w") as f:
             json.dump({"config": fields, "threads": threads, "capability": capability}, f)
         proc = subprocess.run(
-            [sys.executable, "-m", "hcct_lite.experiments.verify", spec, out],
+            [sys.executable, "-m", "hcct_lite.runs.verify", spec, out],
             env=env,
             capture_output=True,
             text=True,
@@ -115,7 +115,7 @@ def compare_runs(stored: dict, again: dict) -> dict:
     """
     from sklearn.metrics import adjusted_rand_score
 
-    from .decisions import group_labels
+    from .reading import group_labels
 
     n = len(again["test_sizes"])
     a = [h["groups"] for h in stored["history"]]

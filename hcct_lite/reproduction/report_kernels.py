@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from .results import to_markdown
+from ..runs.results import to_markdown
 
 __all__ = ["kernel_section", "kernel_rows"]
 
@@ -57,7 +57,7 @@ def kernel_rows(reports) -> list:
 
 def _lead(out_dir: str, grid: str) -> str:
     """HCCT's final-epoch lead over Independent on ``grid``, against the kernels' noise."""
-    from .report_tables import by_scheme, load_grid
+    from ..runs.reading import by_scheme, load_grid
 
     stats = by_scheme(load_grid(out_dir, grid))
     if "hcct" not in stats or "independent" not in stats:

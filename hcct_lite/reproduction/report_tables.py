@@ -9,67 +9,28 @@ used to pick anything) and the **best epoch** of each client selected on its tes
 
 from __future__ import annotations
 
-import glob
 import os
 
 import numpy as np
 
+from ..runs.reading import by_scheme, load_grid, variant
+from ..runs.results import format_pm, table3, table4
+from ..runs.runner import job_path
 from ..training.config import SCHEMES
 from .paper import TABLE_II, TABLE_IV, TABLE_V
 from .paper_grids import GRIDS, PATTERNS, TABLE1_NAMES, grid_jobs
-from .runner import job_path
-from .store import load_result
 
 __all__ = [
     "setup_table",
-    "load_grid",
     "grid_status",
-    "by_scheme",
     "protocol_table",
     "table1_rows",
     "per_client_rows",
     "pm",
+    "beside_paper",
+    "domain_cosines",
+    "ablation_summary",
 ]
-
-
-def load_grid(out_dir: str, grid: str) -> list:
-    """Every result JSON of ``grid`` under ``out_dir``, sorted by file name.
-
-    Raises ``ValueError`` naming a file that is not a complete, well-formed result.
-    """
-    out = []
-    for path in sorted(glob.glob(os.path.join(out_dir, grid, "*.json"))):
-        try:  # a table never mixes in a broken run
-            out.append(load_result(path))
-        except ValueError as err:
-            raise ValueError(f"{err}; rerun its grid") from None
-    return out
-
-
-def variant(run: dict) -> str:
-    """A run's name without its seed: ``"ratio0.1-alpha100-seed2"`` -> ``"ratio0.1-alpha100"``."""
-    return run["name"].rsplit("-seed", 1)[0]
-
-
-def complete_seeds(runs) -> list:
-    """The runs of the seeds that every variant present has run, so means compare alike.
-
-    A partly shipped grid (say K = 1..20 at seed 0 but only K = 1..3 at seed 1) would
-    otherwise average some variants over more seeds than others. Federations of different
-    sizes (``config["n_clients"]``, Fig. 6's N) are separate comparisons: each keeps the
-    seeds that all of its own variants have.
-    """
-    by_size = {}
-    for r in runs:
-        by_size.setdefault(r.get("config", {}).get("n_clients"), []).append(r)
-    keep = set()
-    for group in by_size.values():
-        seeds = {}
-        for r in group:
-            seeds.setdefault(variant(r), set()).add(r["seed"])
-        common = set.intersection(*seeds.values())
-        keep |= {id(r) for r in group if r["seed"] in common}
-    return [r for r in runs if id(r) in keep]
 
 
 def grid_status(out_dir: str) -> list:
@@ -86,27 +47,9 @@ def grid_status(out_dir: str) -> list:
     return rows
 
 
-def _stats(values) -> tuple:
-    v = np.asarray(values, dtype=np.float64)
-    return float(v.mean()), float(v.std()), len(v)
-
-
 def pm(mean, std, n=None) -> str:
     """``"mean ± std"``, with ``" (n)"`` seeds when ``n`` is given."""
     return f"{mean:.2f} ± {std:.2f}" + ("" if n is None else f" ({n})")
-
-
-def by_scheme(runs) -> dict:
-    """``scheme -> (final (mean, std, n), best (mean, std, n))`` over seeds."""
-    out = {}
-    for s in SCHEMES:
-        rs = [r for r in runs if r["scheme"] == s]
-        if rs:
-            out[s] = (
-                _stats([r["final"]["mean"] for r in rs]),
-                _stats([r["final"]["best_over_epochs"]["mean"] for r in rs]),
-            )
-    return out
 
 
 def protocol_table(runs, task: str) -> list:
@@ -198,3 +141,103 @@ def setup_table(runs_by_task: dict):
             alphas.append("/".join(f"{a:g}" for a in sorted(found)) or "-")
         rows.append([f"alpha ({scheme.upper()})"] + alphas)
     return ["setting"] + tasks, rows
+
+
+def domain_cosines(cosines, domains) -> tuple:
+    """Mean update cosine between clients of the same domain, and of different domains.
+
+    Parameters
+    ----------
+    cosines : array (N, N), the clients' pairwise update cosines
+    domains : sequence (N,), each client's domain
+
+    Returns
+    -------
+    (same, other) : floats; ``same`` is NaN when no two clients share a domain
+    """
+    cos = np.asarray(cosines, dtype=np.float64)
+    dom = np.asarray(domains)
+    if cos.shape != (len(dom), len(dom)):
+        raise ValueError(f"cosines has shape {cos.shape}; expected ({len(dom)}, {len(dom)})")
+    same = dom[:, None] == dom[None, :]
+    off = ~np.eye(len(dom), dtype=bool)
+    pick = cos[same & off]
+    return (float(pick.mean()) if pick.size else float("nan")), float(cos[~same].mean())
+
+
+def ablation_summary(runs, seed: int | None = None) -> dict:
+    """The buffer ablation's runs summarised: ``label -> dict``, labels as in the run names.
+
+    Each dict holds ``cosines`` (N, N) of the first epoch that recorded them, ``clients``
+    (their order), ``domains`` (N,), ``same``/``other`` (mean cosine within / across
+    domains, :func:`domain_cosines`), ``groups`` (number at the end) and ``final`` (mean
+    final error). With ``seed``, only that seed's runs; otherwise one entry per run name.
+    """
+    out = {}
+    for r in runs:
+        if seed is not None and r["seed"] != seed:
+            continue
+        h = next(h for h in r["history"] if "update_cosines" in h)
+        cos, who = np.array(h["update_cosines"]), h["update_clients"]
+        domains = np.array(r["domains"])[who]
+        same, other = domain_cosines(cos, domains)
+        label = r["name"] if seed is None else variant(r)
+        out[label] = dict(cosines=cos, clients=who, domains=domains.tolist(), same=same,
+                          other=other, groups=len(r["history"][-1]["groups"]),
+                          final=r["final"]["mean"])  # fmt: skip
+    return out
+
+
+def beside_paper(results, schemes, tasks):
+    """Table IV and Table V with the paper's numbers beside ours.
+
+    Both protocols beside the paper's: the final epoch (ours: nothing selected on test
+    data) and each client's best epoch selected on its test split (the authors' code's,
+    so the column to compare with the paper). Returns ``(t3, t4)``, each as ``(header,
+    rows)``; Table V (final epoch, plus the best-epoch mean) is for the Digit task when
+    present.
+    """
+    final, best = table3(results), table3(results, "best")
+    header3 = ["scheme"] + [
+        c for t in tasks for c in (f"{t} final", f"{t} best epoch", f"{t} (paper)")
+    ]
+    rows3 = [
+        [s]
+        + [
+            c
+            for t in tasks
+            for c in (
+                format_pm(final.get((t, s))),
+                format_pm(best.get((t, s))),
+                format_pm(TABLE_IV.get(s, {}).get(t)),
+            )
+        ]
+        for s in schemes
+    ]
+    t4 = table4(results)
+    header4 = [
+        "scheme",
+        "mean",
+        "std",
+        "min",
+        "max",
+        "best-epoch mean",
+        "paper mean",
+        "paper std",
+        "paper min",
+        "paper max",
+    ]
+    rows4 = []
+    for s in schemes:
+        if ("digit", s) not in t4:
+            continue
+        ref = TABLE_V.get(s)
+        rows4.append(
+            [
+                s,
+                *(f"{x:.2f}" for x in t4[("digit", s)]),
+                f"{best[('digit', s)][0]:.2f}",
+                *((f"{x:.2f}" for x in ref) if ref else ["-"] * 4),
+            ]
+        )
+    return (header3, rows3), (header4, rows4)

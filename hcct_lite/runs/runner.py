@@ -15,6 +15,9 @@ __all__ = [
     "Job",
     "run_one",
     "run_jobs",
+    "run_job",
+    "pending_jobs",
+    "one_torch_thread",
     "run_grid",
     "job_path",
     "provenance",
@@ -175,7 +178,8 @@ def _slim(result: dict, keep_cosines_epoch: int = 1) -> dict:
     return result
 
 
-def _one_thread() -> None:
+def one_torch_thread() -> None:
+    """Give this process one torch thread (a grid's worker: results must not depend on it)."""
     import torch
 
     torch.set_num_threads(1)
@@ -193,14 +197,18 @@ def _serial(args) -> object:
     torch.set_num_threads(1)
     try:
         for a in args:
-            yield _run_job(a)
+            yield run_job(*a)
     finally:
         torch.set_num_threads(before)
 
 
-def _run_job(args) -> tuple:
-    """One run, one atomically written JSON; ``device`` None keeps the job's own."""
-    job, out_dir, device = args
+def run_job(job: Job, out_dir: str, device=None) -> tuple:
+    """Run ``job`` and write its JSON atomically under ``out_dir``; never raises for the run.
+
+    ``device`` None keeps the job's own. Returns ``(job, mean final error, seconds)`` for a
+    written run, or ``(job, None, reason)`` for one that failed or stopped (nothing written,
+    so a grid reruns it).
+    """
     kw = dict(job.overrides) if device is None else dict(job.overrides, device=device)
     cfg = make_config(job.task, job.scheme, job.seed, **kw)
     try:
@@ -233,7 +241,7 @@ def run_jobs(
     ``"cuda"``) overrides every job's device when given.
 
     A job whose file exists is skipped only if
-    :func:`~hcct_lite.experiments.store.reuse_problem` finds nothing against it (complete,
+    :func:`~hcct_lite.runs.store.reuse_problem` finds nothing against it (complete,
     well formed, same settings, same code; results of other code too with
     ``reuse_older``, each named); otherwise it is rerun, saying why. ``cpu_capability``
     (e.g. ``"default"``) runs every job in a fresh process whose torch uses those SIMD
@@ -242,12 +250,12 @@ def run_jobs(
     log = log or (lambda _msg: None)
     if workers < 1:
         raise ValueError(f"workers must be >= 1; got {workers}")
-    todo = _jobs_to_run(jobs, out_dir, device, reuse_older, log)
+    todo = pending_jobs(jobs, out_dir, device, reuse_older, log)
     args = [(j, out_dir, device) for j in todo]
     pool = None
     if todo and (cpu_capability or (workers > 1 and len(todo) > 1)):
         pool = _pool(min(workers, len(todo)), cpu_capability)
-        done = pool.imap_unordered(_run_job, args)
+        done = pool.imap_unordered(_run_job_args, args)
     else:
         done = _serial(args)
     failed = []
@@ -268,8 +276,16 @@ def run_jobs(
     return len(todo)
 
 
-def _jobs_to_run(jobs, out_dir, device, reuse_older, log) -> list:
-    """The jobs whose file cannot be reused; every config is built (so checked) first."""
+def _run_job_args(args) -> tuple:
+    return run_job(*args)
+
+
+def pending_jobs(jobs, out_dir: str, device=None, reuse_older: bool = False, log=print) -> list:
+    """The jobs whose file under ``out_dir`` cannot be reused, each reason logged.
+
+    Every config is built (so checked) first; ``reuse_older`` reuses results of other code;
+    temporary files left by killed writes are removed.
+    """
     todo, folders = [], set()
     for j in jobs:
         kw = dict(j.overrides) if device is None else dict(j.overrides, device=device)
@@ -296,13 +312,13 @@ def _pool(n: int, cpu_capability: str | None):
     import multiprocessing as mp
 
     if cpu_capability is None:
-        return mp.get_context("spawn").Pool(n, initializer=_one_thread)
+        return mp.get_context("spawn").Pool(n, initializer=one_torch_thread)
     check_cpu_capability(cpu_capability)
     before = dict(os.environ)
     os.environ.clear()  # spawned workers inherit this process's environment
     os.environ.update(kernel_env(cpu_capability, before))
     try:
-        return mp.get_context("spawn").Pool(n, initializer=_one_thread)
+        return mp.get_context("spawn").Pool(n, initializer=one_torch_thread)
     finally:
         os.environ.clear()
         os.environ.update(before)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..runs.results import read_results
+from ..runs.runner import Job, job_path, run_jobs
 from .paper import TABLE_II
-from .results import read_results
-from .runner import Job, job_path, run_jobs
 
 __all__ = [
     "PATTERNS",
@@ -37,7 +37,7 @@ def run_patterns(seeds=(0,), out_dir=None, progress=False, log=print, **override
     """Train the motivating example under each pattern of :data:`PATTERNS`.
 
     With ``out_dir``, each run's JSON is written there (atomically) and reused if present
-    (:func:`~hcct_lite.experiments.runner.run_jobs`); without, the runs go to a temporary
+    (:func:`~hcct_lite.runs.runner.run_jobs`); without, the runs go to a temporary
     folder. Runs use one torch thread, as a grid's do (two threads on two busy cores made
     these small runs a hundred times slower), so the results equal the shipped grid's.
 
@@ -175,7 +175,7 @@ def pattern_claims(results: dict) -> dict:
 def shipped_differences(results: dict) -> dict:
     """Where the shipped CIFAR-10 runs differ from the paper's Table II: claim -> bool.
 
-    ``results`` are the shipped runs (:func:`~hcct_lite.experiments.shipped.motivating_results`
+    ``results`` are the shipped runs (:func:`~hcct_lite.lessons.shipped.motivating_results`
     in shipped mode).
     """
     m = pattern_means(results)

@@ -27,6 +27,7 @@ __all__ = [
     "QUICK",
     "Mode",
     "notebook_mode",
+    "classroom_style",
     "solutions_shown",
     "task_settings",
     "results_dir",
@@ -106,6 +107,26 @@ class Mode:
         return f"HCCT_MODE={self.name}: {MODES[self.name]}"
 
 
+# Font sizes readable on a classroom projector (matplotlib's defaults are for print).
+CLASSROOM = {
+    "font.size": 12,
+    "axes.titlesize": 13,
+    "axes.labelsize": 12,
+    "xtick.labelsize": 12,
+    "ytick.labelsize": 12,
+    "legend.fontsize": 12,
+    "legend.title_fontsize": 12,
+    "figure.dpi": 100,
+}
+
+
+def classroom_style() -> None:
+    """Set matplotlib's font sizes for a projector (the notebooks call it once)."""
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(CLASSROOM)
+
+
 def notebook_mode(environ=None, style: bool = True) -> Mode:
     """The mode ``HCCT_MODE`` names (default ``shipped``); a clear error for any other value.
 
@@ -113,7 +134,7 @@ def notebook_mode(environ=None, style: bool = True) -> Mode:
     on a busy 2-core machine, two threads made the notebooks' small computations up to 100
     times slower, and one thread is what the grids (and so the shipped results) use. With
     ``style`` (the default) it sets matplotlib's projector fonts too
-    (:func:`~hcct_lite.viz.plots.classroom_style`), so a notebook's set-up is this one call.
+    (:func:`classroom_style`), so a notebook's set-up is this one call.
     """
     import torch
     from threadpoolctl import threadpool_limits
@@ -123,8 +144,6 @@ def notebook_mode(environ=None, style: bool = True) -> Mode:
     torch.set_num_threads(1)
     threadpool_limits(1)
     if style:
-        from ..viz.plots import classroom_style
-
         classroom_style()
     return mode
 

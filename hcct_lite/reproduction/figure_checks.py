@@ -1,7 +1,7 @@
 """The paper's Figs. 3-6 read from run files: per-cell statistics and checked claims.
 
 The notebooks draw these figures and print :func:`figure_claims`, each claim True or False
-on the runs given; the report (:mod:`~hcct_lite.experiments.report_figures`) words its
+on the runs given; the report (:mod:`~hcct_lite.reproduction.report_figures`) words its
 verdicts from the same numbers. A fixed-K grid may be partly shipped: :func:`planned_ks`
 says which K each federation size N should have, and only sizes with every K are judged.
 """
@@ -167,7 +167,7 @@ def limited_k_margins(runs, grid: str = "k-vs-n-digit") -> dict:
     its seed-mean gain over K = 1 in points (positive: lower error), and at how many of the
     ``seeds`` it has the lower error. Each seed gives every K the same clients and initial
     model, so the per-seed comparison is paired. ``runs`` hold the seeds every K of an N
-    has (:func:`~hcct_lite.experiments.report_tables.complete_seeds`).
+    has (:func:`~hcct_lite.reproduction.report_tables.complete_seeds`).
     """
     summary = fixed_k_summary(runs)
     out = {}
@@ -250,7 +250,7 @@ def figure_claims(runs, grid: str) -> dict:
     Parameters
     ----------
     runs : list of result dicts of ``grid`` (seeds as in
-        :func:`~hcct_lite.experiments.report_tables.complete_seeds`)
+        :func:`~hcct_lite.reproduction.report_tables.complete_seeds`)
     grid : ``"incoming-cifar10"``, ``"alpha-cifar10"``, ``"fixed-k-digit"`` or
         ``"k-vs-n-digit"`` (judged on the N that have every planned K)
     """

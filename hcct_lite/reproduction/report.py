@@ -10,10 +10,12 @@ import os
 
 import numpy as np
 
+from ..runs.results import to_markdown
 from .paper_grids import PATTERNS
 from .report_figures import figure_sections
 from .report_kernels import kernel_section
 from .report_tables import (
+    ablation_summary,
     by_scheme,
     grid_status,
     load_grid,
@@ -23,8 +25,6 @@ from .report_tables import (
     table1_rows,
     variant,
 )
-from .results import to_markdown
-from .shipped import ablation_summary
 
 HEADER3 = ["scheme", "paper", "ours: final epoch", "ours: best epoch (paper's protocol)"]
 
@@ -48,7 +48,7 @@ samples per client on average instead of 1,900, decoded from JPEG copies). Every
 setting is the paper's Table III (`hcct_lite.training.tasks.TASKS`); a test checks that each shipped
 configuration equals those defaults but for the differences named here.
 
-**Beyond the paper** (notebook 05, `hcct_lite.experiments.study_grids`), four grids vary the
+**Beyond the paper** (notebook 05, `hcct_lite.reproduction.study_grids`), four grids vary the
 rotated digits on purpose: `buffers-rotated` (a batch-norm CNN, `digit_cnn_small`, for 15
 epochs, the update with or without the buffers, cosines recorded), `small-clients-rotated`
 (16 clients of 40 samples, alpha 9, 20 epochs, 4 cluster models, 1 or 3 local epochs),

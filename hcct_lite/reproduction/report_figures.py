@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..runs.reading import complete_seeds, load_grid
+from ..runs.results import to_markdown
 from .figure_checks import (
     alpha_ratio_stats,
     fig4_incumbents,
@@ -22,8 +24,7 @@ from .figure_checks import (
 )
 from .paper import FIGURES
 from .paper_grids import FIG5_RATIOS, grid_jobs
-from .report_tables import complete_seeds, load_grid, pm
-from .results import to_markdown
+from .report_tables import pm
 
 __all__ = ["fig4_table", "fig5_table", "figure_sections"]
 

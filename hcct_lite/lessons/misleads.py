@@ -1,9 +1,9 @@
 """When HCCT's utility misleads: summaries of the study grids (notebook 05).
 
 Every summary reads result dicts (shipped files or quick re-runs of the grids of
-:mod:`~hcct_lite.experiments.study_grids`); the rotated digits' right groups are each
+:mod:`~hcct_lite.reproduction.study_grids`); the rotated digits' right groups are each
 client's rotation, so a partition is scored by its adjusted Rand index against them
-(:func:`~hcct_lite.experiments.decisions.truth_agreement`).
+(:func:`~hcct_lite.lessons.decisions.truth_agreement`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..partition.merge_steps import break_even_alpha
+from ..reproduction.report_tables import ablation_summary
+from ..runs.reading import variant
 from .decisions import consecutive_agreement, truth_agreement
-from .report_tables import variant
-from .shipped import ablation_summary
 
 __all__ = [
     "rotation_agreement",
@@ -161,7 +161,7 @@ def misleads_claims(buffers, small, alphas, fixed_k, iid) -> dict:
     """Notebook 05's checked claims: claim (str) -> bool.
 
     Parameters are the outputs of :func:`buffer_summary`, :func:`scheme_summary`,
-    :func:`alpha_summary`, :func:`~hcct_lite.experiments.figure_checks.fixed_k_summary` (one N,
+    :func:`alpha_summary`, :func:`~hcct_lite.reproduction.figure_checks.fixed_k_summary` (one N,
     the rotated digits) and :func:`iid_summary`.
     """
     b, p = buffers["buffers"], buffers["parameters"]

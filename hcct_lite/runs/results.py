@@ -13,7 +13,16 @@ import tempfile
 
 import numpy as np
 
-__all__ = ["result_path", "write_json", "read_results", "table3", "table4", "to_markdown", "to_csv"]
+__all__ = [
+    "result_path",
+    "write_json",
+    "read_results",
+    "table3",
+    "table4",
+    "to_markdown",
+    "to_csv",
+    "format_pm",
+]
 
 
 def result_path(out_dir: str, task: str, scheme: str, seed: int) -> str:
@@ -88,13 +97,13 @@ def table4(results) -> dict:
     return out
 
 
-def _pm(pair) -> str:
+def format_pm(pair) -> str:
     """``(mean, std, ...)`` as ``"mean ± std"``; ``"-"`` when missing."""
     return "-" if pair is None else f"{pair[0]:.2f} ± {pair[1]:.2f}"
 
 
 def _rows3(t3, schemes, tasks):
-    rows = [[s] + [_pm(t3.get((t, s))) for t in tasks] for s in schemes]
+    rows = [[s] + [format_pm(t3.get((t, s))) for t in tasks] for s in schemes]
     return ["scheme"] + tasks, rows
 
 
@@ -132,60 +141,3 @@ def tables(results, schemes, tasks):
     t3 = _rows3(table3(results), schemes, tasks)
     t4 = {t: _rows4(table4(results), schemes, t) for t in tasks}
     return t3, t4
-
-
-def beside_paper(results, schemes, tasks):
-    """Table IV and Table V with the paper's numbers beside ours.
-
-    Both protocols beside the paper's: the final epoch (ours: nothing selected on test
-    data) and each client's best epoch selected on its test split (the authors' code's,
-    so the column to compare with the paper). Returns ``(t3, t4)``, each as ``(header,
-    rows)``; Table V (final epoch, plus the best-epoch mean) is for the Digit task when
-    present.
-    """
-    from .paper import TABLE_IV, TABLE_V
-
-    final, best = table3(results), table3(results, "best")
-    header3 = ["scheme"] + [
-        c for t in tasks for c in (f"{t} final", f"{t} best epoch", f"{t} (paper)")
-    ]
-    rows3 = [
-        [s]
-        + [
-            c
-            for t in tasks
-            for c in (
-                _pm(final.get((t, s))),
-                _pm(best.get((t, s))),
-                _pm(TABLE_IV.get(s, {}).get(t)),
-            )
-        ]
-        for s in schemes
-    ]
-    t4 = table4(results)
-    header4 = [
-        "scheme",
-        "mean",
-        "std",
-        "min",
-        "max",
-        "best-epoch mean",
-        "paper mean",
-        "paper std",
-        "paper min",
-        "paper max",
-    ]
-    rows4 = []
-    for s in schemes:
-        if ("digit", s) not in t4:
-            continue
-        ref = TABLE_V.get(s)
-        rows4.append(
-            [
-                s,
-                *(f"{x:.2f}" for x in t4[("digit", s)]),
-                f"{best[('digit', s)][0]:.2f}",
-                *((f"{x:.2f}" for x in ref) if ref else ["-"] * 4),
-            ]
-        )
-    return (header3, rows3), (header4, rows4)

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..runs.reading import epoch_groups, group_labels, load_grid
 from .modes import results_dir
-from .report_tables import load_grid
 
 __all__ = [
     "DECISION_GRIDS",
-    "epoch_groups",
-    "group_labels",
     "truth_agreement",
     "consecutive_agreement",
     "decision_runs",
@@ -30,35 +28,6 @@ DECISION_GRIDS = {
     "schemes-fmnist": "FMNIST",
     "schemes-cifar10": "CIFAR-10",
 }
-
-
-def epoch_groups(runs, scheme: str = "hcct") -> dict:
-    """Seed -> the groups ``scheme`` formed in each epoch (list of lists of clients, 0-based).
-
-    ``runs`` : result dicts (any grid); runs of other schemes are skipped.
-    """
-    return {
-        r["seed"]: [h["groups"] for h in r["history"]]
-        for r in sorted(runs, key=lambda r: r["seed"])
-        if r["scheme"] == scheme
-    }
-
-
-def group_labels(groups, n: int) -> np.ndarray:
-    """One label per client (n,): the smallest member of its group (stable across epochs).
-
-    Parameters
-    ----------
-    groups : list of lists of client indices (0-based); a client in no group is alone
-    n : number of clients
-    """
-    labels = np.arange(n)
-    for g in groups:
-        members = sorted(int(i) for i in g)
-        if members and (members[0] < 0 or members[-1] >= n):
-            raise ValueError(f"group {members} names a client outside 0..{n - 1}")
-        labels[members] = members[0] if members else 0
-    return labels
 
 
 def truth_agreement(epochs, truth) -> np.ndarray:

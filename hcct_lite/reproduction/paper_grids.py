@@ -13,9 +13,9 @@ SynthDigits are not), and CIFAR-10 on the 12,000-image offline subset.
 
 from __future__ import annotations
 
+from ..runs.runner import Job
 from ..training.config import SCHEMES
 from .motivating_example import PATTERNS as MOTIVATING_PATTERNS
-from .runner import Job
 from .study_grids import STUDY_GRIDS, STUDY_PARTS
 
 __all__ = [

@@ -1,8 +1,8 @@
 """The notebooks' data in every mode: shipped result files, or runs recomputed now.
 
-Each function takes a :class:`~hcct_lite.experiments.modes.Mode`; in ``shipped`` mode it
-reads ``results/`` (see :func:`~hcct_lite.experiments.modes.results_dir`), otherwise it
-trains through the one engine with :func:`~hcct_lite.experiments.modes.task_settings`.
+Each function takes a :class:`~hcct_lite.lessons.modes.Mode`; in ``shipped`` mode it
+reads ``results/`` (see :func:`~hcct_lite.lessons.modes.results_dir`), otherwise it
+trains through the one engine with :func:`~hcct_lite.lessons.modes.task_settings`.
 The figure data of a shipped grid are computed from its run files with the same functions
 that summarise recomputed runs, so both modes draw the same quantities.
 """
@@ -13,14 +13,14 @@ import os
 
 import numpy as np
 
+from ..reproduction.motivating_example import PATTERNS, run_patterns
+from ..reproduction.paper_grids import TABLE1_NAMES, grid_jobs
+from ..reproduction.study_grids import STUDY_GRIDS
+from ..runs.reading import by_scheme, complete_seeds, load_grid, variant
+from ..runs.results import read_results
+from ..runs.runner import Job, job_path, run_grid, run_jobs, settings_dir
 from ..training.config import SCHEMES
 from .modes import Mode, results_dir, task_settings
-from .motivating_example import PATTERNS, run_patterns
-from .paper_grids import TABLE1_NAMES, grid_jobs
-from .report_tables import by_scheme, complete_seeds, load_grid, variant
-from .results import read_results
-from .runner import Job, job_path, run_grid, run_jobs, settings_dir
-from .study_grids import STUDY_GRIDS
 
 __all__ = [
     "grid_progress",
@@ -30,11 +30,9 @@ __all__ = [
     "common_seeds",
     "motivating_results",
     "scheme_runs",
-    "domain_cosines",
     "best_epoch_means",
     "worst_client",
     "scheme_claims",
-    "ablation_summary",
 ]
 
 
@@ -159,28 +157,6 @@ def scheme_runs(
                     workers=workers, **settings)  # fmt: skip
 
 
-def domain_cosines(cosines, domains) -> tuple:
-    """Mean update cosine between clients of the same domain, and of different domains.
-
-    Parameters
-    ----------
-    cosines : array (N, N), the clients' pairwise update cosines
-    domains : sequence (N,), each client's domain
-
-    Returns
-    -------
-    (same, other) : floats; ``same`` is NaN when no two clients share a domain
-    """
-    cos = np.asarray(cosines, dtype=np.float64)
-    dom = np.asarray(domains)
-    if cos.shape != (len(dom), len(dom)):
-        raise ValueError(f"cosines has shape {cos.shape}; expected ({len(dom)}, {len(dom)})")
-    same = dom[:, None] == dom[None, :]
-    off = ~np.eye(len(dom), dtype=bool)
-    pick = cos[same & off]
-    return (float(pick.mean()) if pick.size else float("nan")), float(cos[~same].mean())
-
-
 def best_epoch_means(runs) -> dict:
     """``scheme -> `` mean over seeds of the best-epoch mean error (the paper's protocol)."""
     return {s: v[1][0] for s, v in by_scheme(runs).items()}
@@ -224,26 +200,3 @@ def scheme_claims(runs, task: str) -> dict:
             < min(m["independent"], m["global"]),
         }
     raise ValueError(f"no claims for task {task!r}")
-
-
-def ablation_summary(runs, seed: int | None = None) -> dict:
-    """The buffer ablation's runs summarised: ``label -> dict``, labels as in the run names.
-
-    Each dict holds ``cosines`` (N, N) of the first epoch that recorded them, ``clients``
-    (their order), ``domains`` (N,), ``same``/``other`` (mean cosine within / across
-    domains, :func:`domain_cosines`), ``groups`` (number at the end) and ``final`` (mean
-    final error). With ``seed``, only that seed's runs; otherwise one entry per run name.
-    """
-    out = {}
-    for r in runs:
-        if seed is not None and r["seed"] != seed:
-            continue
-        h = next(h for h in r["history"] if "update_cosines" in h)
-        cos, who = np.array(h["update_cosines"]), h["update_clients"]
-        domains = np.array(r["domains"])[who]
-        same, other = domain_cosines(cos, domains)
-        label = r["name"] if seed is None else variant(r)
-        out[label] = dict(cosines=cos, clients=who, domains=domains.tolist(), same=same,
-                          other=other, groups=len(r["history"][-1]["groups"]),
-                          final=r["final"]["mean"])  # fmt: skip
-    return out
