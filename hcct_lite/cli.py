@@ -118,6 +118,11 @@ def _add_training_commands(sub) -> None:
         default="inline",
         help="inline: every silo in this process (default); ray: Flower's simulation engine",
     )
+    sim.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --engine ray: the running Ray cluster to use (auto, or its head's host:port)",
+    )
     cmp_ = sub.add_parser("compare", help="run a grid of schemes x seeds; resumable")
     _common(cmp_)
     cmp_.add_argument("--schemes", nargs="+", default=["all"])
@@ -127,6 +132,7 @@ def _add_training_commands(sub) -> None:
         "--workers", type=int, default=1, help="processes, one torch thread each (default 1)"
     )
     _store_options(cmp_, capability=None)
+    _cluster_options(cmp_)
 
 
 def _add_deployment_commands(sub) -> None:
@@ -162,6 +168,7 @@ def _add_paper_commands(sub) -> None:
     rep.add_argument("--no-report", action="store_true", help="do not rewrite the report")
     rep.add_argument("--report", default="docs/reproduction.md", help="report to regenerate")
     _store_options(rep, capability="default")
+    _cluster_options(rep)
     ver = sub.add_parser(
         "verify", help="rerun stored CPU results in a fresh process; exit 0 if they reproduce"
     )
@@ -187,6 +194,41 @@ def _store_options(p, capability) -> None:
         help="torch's CPU kernels for every run: default, avx2, avx512 or machine "
         f"(default {capability or 'machine'}; on a GPU the CPU's own)",
     )
+
+
+def _cluster_options(p) -> None:
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run each run as a Ray task: no ADDRESS starts Ray on this machine, auto joins "
+        "the cluster running here, host:port joins that head (docs/many-machines.md)",
+    )
+    p.add_argument(
+        "--gpus-per-run",
+        type=float,
+        help="with --ray and a CUDA device: a run's share of one GPU (default by task)",
+    )
+    p.add_argument(
+        "--ray-startup-wait",
+        type=float,
+        help="with --ray: seconds Ray waits for a node to start (default 60)",
+    )
+
+
+def _ray(args):
+    """The :class:`~hcct_lite.runs.ray_cluster.RayOptions` the options ask for, or None."""
+    if args.ray is None:
+        for flag, value in (("--gpus-per-run", args.gpus_per_run),
+                            ("--ray-startup-wait", args.ray_startup_wait)):  # fmt: skip
+            if value is not None:
+                raise ValueError(f"{flag} needs --ray")
+        return None
+    from .runs.ray_cluster import RayOptions
+
+    address = None if args.ray == "local" else args.ray
+    return RayOptions(address, args.gpus_per_run, args.ray_startup_wait)
 
 
 def _capability(args):
@@ -233,6 +275,7 @@ def _reproduce(args) -> int:
         args.device,
         reuse_older=args.reuse_older,
         cpu_capability=_capability(args),
+        ray=_ray(args),
     )
     if not args.no_report:
         from .reproduction.report import write_report
@@ -319,7 +362,7 @@ def _flower_sim(args) -> int:
             f"flower-sim needs the flower extra: pip install 'hcct-lite[flower]' ({err})"
         ) from None
     cfg = make_config(args.task, args.scheme, args.seed, **overrides)
-    r = run_flower_simulation(cfg, args.json, engine=args.engine)
+    r = run_flower_simulation(cfg, args.json, engine=args.engine, ray_address=args.ray_address)
     return _report_run(
         f"{args.task} / {args.scheme} / seed {args.seed} on Flower ({args.engine})", r
     )
@@ -339,6 +382,7 @@ def _compare(args) -> int:
         workers=args.workers,
         reuse_older=args.reuse_older,
         cpu_capability=_capability(args),
+        ray=_ray(args),
         **overrides,
     )
     print(save_tables(results, schemes, [args.task], args.out))

@@ -55,7 +55,7 @@ def test_a_simulation_that_fails_to_start_is_retried_once(tmp_path, monkeypatch,
 
     out, calls = tmp_path / "r.json", []
 
-    def flaky(cfg, path, backend_name, verbose):
+    def flaky(cfg, path, backend_name, verbose, address):
         calls.append(path)
         if len(calls) == 1:
             raise RuntimeError("The current node timed out during startup")

@@ -14,21 +14,24 @@ import logging
 import os
 import tempfile
 
+from ..runs.ray_cluster import RAY_STARTUP_WAIT, check_reachable, ray_environment
 from ..runs.results import write_json
 
 __all__ = ["run_flower_simulation", "RAY_STARTUP_WAIT", "ENGINES"]
 
 log = logging.getLogger("hcct_lite")
 
-# Seconds Ray waits for its node to start (Ray's own default, 10-30 s, is short on a loaded
-# two-core machine); HCCT_RAY_STARTUP_WAIT overrides it.
-RAY_STARTUP_WAIT = 60.0
-
 ENGINES = ("inline", "ray")
 
 
 def run_flower_simulation(
-    cfg, json_path=None, backend_name="ray", verbose=False, startup_wait=None, engine="inline"
+    cfg,
+    json_path=None,
+    backend_name="ray",
+    verbose=False,
+    startup_wait=None,
+    engine="inline",
+    ray_address=None,
 ) -> dict:
     """Run ``cfg`` with one simulated SuperNode per client; return (and write) the result.
 
@@ -37,44 +40,44 @@ def run_flower_simulation(
     ``"ray"`` (Flower's simulation engine). With Ray, ``startup_wait`` is the seconds Ray
     waits for its node to start (default ``HCCT_RAY_STARTUP_WAIT`` or
     :data:`RAY_STARTUP_WAIT`), and a simulation that ends without a result (Ray timed out
-    during start-up, say) is retried once, with a log line.
+    during start-up, say) is retried once, with a log line. ``ray_address`` (``auto`` or
+    ``host:port``) runs the silos on that running Ray cluster instead of a new local one.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    if ray_address is not None and engine != "ray":
+        raise ValueError("--ray-address needs --engine ray")
     if engine == "inline":
         result = _run_inline(cfg)
     else:
-        result = _run_ray(cfg, backend_name, verbose, startup_wait)
+        result = _run_ray(cfg, backend_name, verbose, startup_wait, ray_address)
     result["engine"] = engine
     if json_path:
         write_json(json_path, result)
     return result
 
 
-def _run_ray(cfg, backend_name, verbose, startup_wait) -> dict:
+def _run_ray(cfg, backend_name, verbose, startup_wait, address=None) -> dict:
     """Flower's simulation engine; the result, as the ServerApp wrote it, read back.
 
     The ServerApp writes to a fresh temporary file, so a result file left by an earlier run
     never passes for this run's.
     """
-    if startup_wait:  # asked for: it wins over any earlier setting in this process
-        os.environ["RAY_raylet_start_wait_time_s"] = str(int(startup_wait))
-    else:  # a value the caller's environment already gives Ray is kept
-        wait = float(os.environ.get("HCCT_RAY_STARTUP_WAIT", RAY_STARTUP_WAIT))
-        os.environ.setdefault("RAY_raylet_start_wait_time_s", str(int(wait)))
-    # Ray runs its workers at nice 15: beside any other busy process the silos then starve
-    # (4 % of a core each under a load of 10; no silo enrolled in 300 s). Equal footing:
-    os.environ.setdefault("RAY_worker_niceness", "0")
+    # the start-up wait, and workers at nice 0: at Ray's nice 15 beside any other busy
+    # process the silos starve (4 % of a core each under a load of 10; none enrolled in 300 s)
+    ray_environment(startup_wait)
+    if address not in (None, "auto"):
+        check_reachable(address)
     with tempfile.TemporaryDirectory(prefix="hcct-flower-") as folder:
         return _simulate_with_retry(cfg, os.path.join(folder, "result.json"), backend_name,
-                                    verbose)  # fmt: skip
+                                    verbose, address)  # fmt: skip
 
 
-def _simulate_with_retry(cfg, out: str, backend_name: str, verbose: bool) -> dict:
+def _simulate_with_retry(cfg, out: str, backend_name: str, verbose: bool, address) -> dict:
     """Run the Ray simulation, once more if it fails or ends without writing ``out``."""
     for attempt in (1, 2):
         try:
-            _simulate(cfg, out, backend_name, verbose)
+            _simulate(cfg, out, backend_name, verbose, address)
         except Exception as err:  # noqa: BLE001 - Ray's start-up fails in many ways
             if attempt == 2:
                 raise
@@ -102,19 +105,20 @@ def _run_inline(cfg) -> dict:
     return run_on_grid(InlineGrid(make_client_app(cfg), nodes), {}, cfg)
 
 
-def _simulate(cfg, out: str, backend_name: str, verbose: bool) -> None:
+def _simulate(cfg, out: str, backend_name: str, verbose: bool, address=None) -> None:
     from flwr.simulation import run_simulation
 
     from .client import make_client_app
     from .server import make_server_app
 
+    # a running cluster brings its own CPUs (Ray refuses num_cpus when joining one); without
+    # an address, "local" starts a new Ray even where one already runs on this machine
+    where = {"address": "local", "num_cpus": os.cpu_count() or 1}
+    if address is not None:
+        where = {"address": address}
     backend_config = {
         "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
-        "init_args": {
-            "num_cpus": os.cpu_count() or 1,
-            "include_dashboard": False,
-            "log_to_driver": verbose,
-        },
+        "init_args": {**where, "include_dashboard": False, "log_to_driver": verbose},
     }
     run_simulation(
         server_app=make_server_app(cfg, out),

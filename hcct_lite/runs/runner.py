@@ -16,6 +16,8 @@ __all__ = [
     "run_one",
     "run_jobs",
     "run_job",
+    "compute_job",
+    "store_job",
     "pending_jobs",
     "one_torch_thread",
     "run_grid",
@@ -58,6 +60,7 @@ def run_grid(
     workers=1,
     reuse_older=False,
     cpu_capability=None,
+    ray=None,
     **overrides,
 ) -> list:
     """Run every (scheme, seed) of ``task``; skip runs whose JSON already exists.
@@ -65,7 +68,7 @@ def run_grid(
     Each run's JSON is written atomically as soon as it finishes, so a killed grid
     resumes where it stopped, losing at most the runs in progress. ``workers`` > 1 runs
     them in that many processes of one torch thread each; the results are the same.
-    ``reuse_older`` and ``cpu_capability``: see :func:`run_jobs`. Returns the results in
+    ``reuse_older``, ``cpu_capability`` and ``ray``: see :func:`run_jobs`. Returns the results in
     (scheme, seed) order.
     """
     schemes = list(SCHEMES) if schemes in (None, "all", ["all"]) else list(schemes)
@@ -82,6 +85,7 @@ def run_grid(
         progress=progress,
         reuse_older=reuse_older,
         cpu_capability=cpu_capability,
+        ray=ray,
     )
     return read_results([result_path(out_dir, j.task, j.scheme, j.seed) for j in jobs])
 
@@ -202,6 +206,32 @@ def _serial(args) -> object:
         torch.set_num_threads(before)
 
 
+def compute_job(job: Job, device=None) -> tuple:
+    """Run ``job`` here; never raises for the run itself.
+
+    ``device`` None keeps the job's own. Returns ``(result, None)``, the result as a grid
+    stores it (slimmed, with the job's ``grid`` and ``name``), or ``(None, reason)`` for a
+    run that failed or stopped (nothing to store, so a grid reruns it).
+    """
+    kw = dict(job.overrides) if device is None else dict(job.overrides, device=device)
+    cfg = make_config(job.task, job.scheme, job.seed, **kw)
+    try:
+        result = _slim(run_experiment(cfg, progress=False))
+    except Exception as err:  # one failed run must not end a grid of hundreds
+        return None, f"{type(err).__name__}: {err}"
+    status = result.get("status", {"state": "complete"})
+    if status["state"] != "complete":  # not written: a grid reruns it
+        return None, f"stopped in epoch {status['epoch']}: {status['reason']}"
+    result.update(grid=job.grid, name=job.name)
+    return result, None
+
+
+def store_job(job: Job, out_dir: str, result: dict) -> tuple:
+    """Write ``result`` atomically as ``job``'s file; ``(job, mean final error, seconds)``."""
+    write_json(job_path(out_dir, job), result)
+    return job, result["final"]["mean"], result["timing"]["seconds"]
+
+
 def run_job(job: Job, out_dir: str, device=None) -> tuple:
     """Run ``job`` and write its JSON atomically under ``out_dir``; never raises for the run.
 
@@ -209,18 +239,8 @@ def run_job(job: Job, out_dir: str, device=None) -> tuple:
     written run, or ``(job, None, reason)`` for one that failed or stopped (nothing written,
     so a grid reruns it).
     """
-    kw = dict(job.overrides) if device is None else dict(job.overrides, device=device)
-    cfg = make_config(job.task, job.scheme, job.seed, **kw)
-    try:
-        result = _slim(run_experiment(cfg, progress=False))
-    except Exception as err:  # one failed run must not end a grid of hundreds
-        return job, None, f"{type(err).__name__}: {err}"
-    status = result.get("status", {"state": "complete"})
-    if status["state"] != "complete":  # not written: a grid reruns it
-        return job, None, f"stopped in epoch {status['epoch']}: {status['reason']}"
-    result.update(grid=job.grid, name=job.name)
-    write_json(job_path(out_dir, job), result)
-    return job, result["final"]["mean"], result["timing"]["seconds"]
+    result, why = compute_job(job, device)
+    return (job, None, why) if result is None else store_job(job, out_dir, result)
 
 
 def run_jobs(
@@ -232,6 +252,7 @@ def run_jobs(
     progress=True,
     reuse_older: bool = False,
     cpu_capability: str | None = None,
+    ray=None,
 ) -> int:
     """Run every job whose file cannot be reused, in ``workers`` processes; return how many.
 
@@ -245,7 +266,10 @@ def run_jobs(
     well formed, same settings, same code; results of other code too with
     ``reuse_older``, each named); otherwise it is rerun, saying why. ``cpu_capability``
     (e.g. ``"default"``) runs every job in a fresh process whose torch uses those SIMD
-    kernels, so that the results reproduce on any CPU that has them.
+    kernels, so that the results reproduce on any CPU that has them. ``ray`` (a
+    :class:`~hcct_lite.runs.ray_cluster.RayOptions`) runs each job as a Ray task instead,
+    on this machine or a cluster, each result written here as it arrives; ``workers`` is
+    then the cluster's business.
     """
     log = log or (lambda _msg: None)
     if workers < 1:
@@ -253,7 +277,13 @@ def run_jobs(
     todo = pending_jobs(jobs, out_dir, device, reuse_older, log)
     args = [(j, out_dir, device) for j in todo]
     pool = None
-    if todo and (cpu_capability or (workers > 1 and len(todo) > 1)):
+    if todo and ray is not None:
+        if cpu_capability is not None:
+            check_cpu_capability(cpu_capability)
+        from .ray_cluster import ray_runs
+
+        done = ray_runs(todo, out_dir, device, ray, cpu_capability)
+    elif todo and (cpu_capability or (workers > 1 and len(todo) > 1)):
         pool = _pool(min(workers, len(todo)), cpu_capability)
         done = pool.imap_unordered(_run_job_args, args)
     else:
@@ -271,6 +301,8 @@ def run_jobs(
         if pool is not None:
             pool.terminate()
             pool.join()
+        elif hasattr(done, "close"):  # a generator: restores threads, or leaves Ray
+            done.close()
     if failed:
         raise RuntimeError(f"{len(failed)} run(s) failed: " + "; ".join(failed))
     return len(todo)

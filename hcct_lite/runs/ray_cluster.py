@@ -1,0 +1,228 @@
+"""A grid's runs as Ray tasks: on this machine, or on a cluster of many.
+
+Each run is one Ray task of one CPU (and a fraction of a GPU for a CUDA grid) that trains
+and sends its result back; the driver (the process that called
+:func:`~hcct_lite.runs.runner.run_jobs`) writes each file through the same store, with the
+same reuse rules and atomic writes as the process pool, so a grid resumes after a killed
+driver exactly as it does on one machine. Nodes need only the package and the data
+(``HCCT_DATA_DIR`` on each); a run that cannot find its data names the node it ran on.
+
+A node that dies mid-grid costs only the runs it held: Ray reruns them on the nodes left
+(up to :attr:`RayOptions.retries` times each); a run that still fails is listed, with why,
+when the grid ends.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+
+from ..training.provenance import CPU_KERNELS
+from .runner import Job, compute_job, one_torch_thread, store_job
+
+__all__ = ["RayOptions", "ray_runs", "connect", "check_reachable", "ray_environment",
+           "RAY_STARTUP_WAIT", "GPUS_PER_RUN", "digit_gpu_share"]  # fmt: skip
+
+# Seconds Ray waits for a node to start (Ray's own default, 10-30 s, is short on a loaded
+# two-core machine); HCCT_RAY_STARTUP_WAIT overrides it.
+RAY_STARTUP_WAIT = 60.0
+
+# A CUDA run's default share of one GPU, sized by memory for an 80 GB card (H100): a Digit
+# run holds about 3.5 + 0.29 N GB (measured on an H200, results/README.md), the others are
+# small networks. Ray's shares only schedule: they do not limit a run's memory.
+CARD_GB = 80.0
+GPUS_PER_RUN = {"cifar10": 0.1, "fmnist": 0.05, "rotated-digits": 0.05}
+DEFAULT_GPUS_PER_RUN = 0.125
+
+
+def digit_gpu_share(n_clients: int) -> float:
+    """A Digit run's share of an 80 GB card by its measured memory, 3.5 + 0.29 N GB."""
+    return min(1.0, round((3.5 + 0.29 * n_clients) / CARD_GB, 3))
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """Where and how a grid runs on Ray.
+
+    Parameters
+    ----------
+    address : str or None
+        None starts a Ray cluster on this machine for the grid (and stops it after);
+        ``"auto"`` joins the cluster already running here (``ray start --head``);
+        ``"host:port"`` joins that cluster's head.
+    gpus_per_run : float or None
+        A CUDA run's share of one GPU (0 < share <= 1); None: :data:`GPUS_PER_RUN` by task.
+        CPU runs ask for no GPU.
+    startup_wait : float or None
+        Seconds Ray waits for a node to start; None: ``HCCT_RAY_STARTUP_WAIT`` or
+        :data:`RAY_STARTUP_WAIT`.
+    retries : int
+        How many times Ray reruns a run whose node or worker died.
+    """
+
+    address: str | None = None
+    gpus_per_run: float | None = None
+    startup_wait: float | None = None
+    retries: int = 3
+
+    def __post_init__(self):
+        if self.gpus_per_run is not None and not 0 < self.gpus_per_run <= 1:
+            raise ValueError(f"--gpus-per-run must be in (0, 1]; got {self.gpus_per_run}")
+        if self.startup_wait is not None and not self.startup_wait > 0:
+            raise ValueError(f"--ray-startup-wait must be > 0 seconds; got {self.startup_wait}")
+        if self.retries < 0:
+            raise ValueError(f"retries must be >= 0; got {self.retries}")
+
+    def gpus(self, job: Job, device) -> float:
+        """The GPU share ``job`` asks for: none unless it runs on CUDA."""
+        if not str(device or job.overrides.get("device", "cpu")).startswith("cuda"):
+            return 0.0
+        if self.gpus_per_run is not None:
+            return self.gpus_per_run
+        if job.task == "digit":
+            from ..training.tasks import TASKS
+
+            return digit_gpu_share(job.overrides.get("n_clients", TASKS["digit"]["n_clients"]))
+        return GPUS_PER_RUN.get(job.task, DEFAULT_GPUS_PER_RUN)
+
+
+def ray_environment(startup_wait=None) -> None:
+    """Set the variables Ray reads when it starts a node, before it starts one.
+
+    ``startup_wait`` (seconds) wins over any earlier setting; without it a value the
+    environment already gives Ray is kept, else ``HCCT_RAY_STARTUP_WAIT`` or
+    :data:`RAY_STARTUP_WAIT`.
+    """
+    if startup_wait:
+        os.environ["RAY_raylet_start_wait_time_s"] = str(int(startup_wait))
+    else:
+        wait = float(os.environ.get("HCCT_RAY_STARTUP_WAIT", RAY_STARTUP_WAIT))
+        os.environ.setdefault("RAY_raylet_start_wait_time_s", str(int(wait)))
+    # Ray runs its workers at nice 15: beside any other busy process they then starve.
+    os.environ.setdefault("RAY_worker_niceness", "0")
+    # CPU-only tasks keep the GPUs visible as they are (Ray's coming default; silences a warning)
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+
+
+def connect(options: RayOptions):
+    """Start or join the Ray cluster ``options`` names; return the ``ray`` module.
+
+    Raises ``ValueError`` (one sentence naming the address) when Ray is not installed or
+    no cluster answers there.
+    """
+    try:
+        import ray
+    except ImportError as err:
+        raise ValueError(f"--ray needs Ray: pip install 'hcct-lite[flower]' ({err})") from None
+    ray_environment(options.startup_wait)
+    if options.address not in (None, "auto"):
+        check_reachable(options.address)
+    where = "a new local cluster" if options.address is None else repr(options.address)
+    # "local": a new Ray of this machine even where one already runs (ray.init() would join it)
+    kw = dict(address=options.address or "local", include_dashboard=False,
+              log_to_driver=False, configure_logging=False)  # fmt: skip
+    try:
+        ray.init(**kw)
+    except Exception as err:  # noqa: BLE001 - Ray fails to connect in many ways
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"--ray: cannot start or reach {where} ({first})") from None
+    return ray
+
+
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """Raise ``ValueError`` unless something answers at ``address`` (``host:port``).
+
+    Ray itself retries an address that does not answer for minutes; this says so at once.
+    """
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"--ray: an address is host:port or auto; got {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as err:
+        raise ValueError(
+            f"--ray {address}: nothing answers there ({err.strerror or err}); start the head "
+            "with `ray start --head` and give the address it prints"
+        ) from None
+
+
+def _node() -> dict:
+    """Where this task runs: host name, IP address and Ray node id."""
+    import ray
+
+    return {"host": socket.gethostname(), "ip": ray.util.get_node_ip_address(),
+            "ray_node_id": ray.get_runtime_context().get_node_id()}  # fmt: skip
+
+
+def _remote_run(job: Job, device) -> tuple:
+    """One run inside a Ray worker: ``(result or None, reason or None, node)``."""
+    one_torch_thread()
+    node = _node()
+    result, why = compute_job(job, device)
+    if result is not None:
+        result["provenance"]["node"] = node
+    return result, why, node
+
+
+def ray_runs(jobs, out_dir: str, device, options: RayOptions, cpu_capability=None):
+    """Run ``jobs`` as Ray tasks; yield ``(job, mean error, seconds)`` or ``(job, None, why)``.
+
+    The cluster is started or joined here, before the first job (so a bad address is an
+    error at once). As each run finishes, in the order they finish, its file is written
+    here (the driver), so what a killed driver loses is only the runs in flight.
+    ``cpu_capability`` pins the workers' CPU kernels
+    (:data:`~hcct_lite.training.provenance.CPU_KERNELS`). The cluster is left (and a local
+    one stopped) when the iterator ends or is closed.
+    """
+    ray = connect(options)
+    try:
+        _check_resources(ray, jobs, device, options)
+    except ValueError:
+        ray.shutdown()
+        raise
+    return _results(ray, jobs, out_dir, device, options, cpu_capability)
+
+
+def _check_resources(ray, jobs, device, options) -> None:
+    """Raise ``ValueError`` when no node could ever run a job (Ray would wait forever)."""
+    have = ray.cluster_resources()
+    share = max((options.gpus(j, device) for j in jobs), default=0.0)
+    if have.get("CPU", 0) < 1:
+        raise ValueError("--ray: the cluster has no CPU to run on")
+    if share > 0 and have.get("GPU", 0) <= 0:
+        raise ValueError(
+            "--ray: the runs ask for a GPU (--device cuda) but the cluster has none "
+            "(start its nodes with `ray start --num-gpus N`)"
+        )
+
+
+def _results(ray, jobs, out_dir, device, options, cpu_capability):
+    try:
+        remote = ray.remote(_remote_run)
+        env = {"OMP_NUM_THREADS": "1"}
+        if cpu_capability is not None:
+            env.update(CPU_KERNELS[cpu_capability])
+        refs = {}
+        for job in jobs:
+            task = remote.options(num_cpus=1, num_gpus=options.gpus(job, device),
+                                  max_retries=options.retries, retry_exceptions=False,
+                                  runtime_env={"env_vars": env})  # fmt: skip
+            refs[task.remote(job, device)] = job
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield _collect(ray, refs[done[0]], done[0], out_dir)
+    finally:
+        ray.shutdown()
+
+
+def _collect(ray, job: Job, ref, out_dir: str) -> tuple:
+    """A finished task's outcome; its result written when it has one."""
+    try:
+        result, why, node = ray.get(ref)
+    except ray.exceptions.RayError as err:  # its node died more often than Ray may retry
+        return job, None, f"{type(err).__name__}: {str(err).strip().splitlines()[0]}"
+    if result is None:
+        return job, None, f"on node {node['host']} ({node['ip']}): {why}"
+    return store_job(job, out_dir, result)
