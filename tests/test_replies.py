@@ -140,7 +140,7 @@ class SilentBackend(PoisonBackend):
 
 
 def test_a_run_with_nobody_answering_stops_with_a_status_and_keeps_its_history():
-    from hcct_lite.cli import _report_run
+    from hcct_lite.cli.commands import report_run as _report_run
 
     cfg = make_config("rotated-digits", "hcct", 0, epochs=4)
     inner = LocalBackend(cfg, build_clients(cfg), init_model(cfg, 0, "cpu"), "cpu")

@@ -29,7 +29,8 @@ import subprocess
 import time
 
 from hcct_lite.reproduction.paper_grids import grid_jobs
-from hcct_lite.runs.runner import one_torch_thread, pending_jobs, run_job
+from hcct_lite.runs.jobs import one_torch_thread, run_job
+from hcct_lite.runs.runner import pending_jobs
 from hcct_lite.training.config import make_config
 
 

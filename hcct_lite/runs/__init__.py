@@ -1,6 +1,7 @@
 """Running and storing runs.
 
-One run or a resumable grid of runs to result files (:mod:`.runner`); the store that
+One run from its settings to its stored file (:mod:`.jobs`); resumable grids of runs, in
+processes (:mod:`.runner`) or as Ray tasks on a cluster (:mod:`.ray_cluster`); the store that
 decides whether a file may be reused (:mod:`.store`); the result files' format and tables
 (:mod:`.results`); reading stored runs back (:mod:`.reading`: the report and the lessons
 both read through it); and rerunning a stored result to verify it (:mod:`.verify`).

@@ -19,7 +19,7 @@ import socket
 from dataclasses import dataclass
 
 from ..training.provenance import CPU_KERNELS
-from .runner import Job, compute_job, one_torch_thread, store_job
+from .jobs import Job, compute_job, one_torch_thread, store_job
 
 __all__ = ["RayOptions", "ray_runs", "connect", "check_reachable", "ray_environment",
            "RAY_STARTUP_WAIT", "GPUS_PER_RUN", "digit_gpu_share"]  # fmt: skip

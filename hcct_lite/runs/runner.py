@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 from ..training.config import SCHEMES, make_config
 from ..training.engine import run_experiment
 from ..training.provenance import kernel_env, provenance, source_fingerprint
+from .jobs import Job, compute_job, job_path, one_torch_thread, run_job, store_job
 from .results import read_results, result_path, tables, to_csv, to_markdown, write_json
 from .store import OTHER_CODE, clean_temp_files, reuse_problem
 
@@ -27,18 +27,6 @@ __all__ = [
     "first_updates",
     "code_fingerprint",
 ]
-
-
-@dataclass(frozen=True)
-class Job:
-    """One run of a grid: ``name`` is unique within the grid (the file name's stem)."""
-
-    grid: str
-    name: str
-    task: str
-    scheme: str
-    seed: int
-    overrides: dict = field(default_factory=dict, hash=False)
 
 
 def run_one(task, scheme, seed, json_path=None, progress=True, **overrides) -> dict:
@@ -168,27 +156,6 @@ def settings_dir(base: str, **settings) -> str:
     return f"{base}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
 
 
-def job_path(out_dir: str, job: Job) -> str:
-    """Where ``job`` writes its result: ``out_dir/<grid>/<name>.json``."""
-    return os.path.join(out_dir, job.grid, f"{job.name}.json")
-
-
-def _slim(result: dict, keep_cosines_epoch: int = 1) -> dict:
-    """Drop per-epoch cosines except those of one epoch (they dominate a file's size)."""
-    for h in result["history"]:
-        if h["epoch"] != keep_cosines_epoch:
-            h.pop("update_cosines", None)
-            h.pop("update_clients", None)
-    return result
-
-
-def one_torch_thread() -> None:
-    """Give this process one torch thread (a grid's worker: results must not depend on it)."""
-    import torch
-
-    torch.set_num_threads(1)
-
-
 def _serial(args) -> object:
     """Run jobs here, one after another, with one torch thread like a worker process.
 
@@ -204,43 +171,6 @@ def _serial(args) -> object:
             yield run_job(*a)
     finally:
         torch.set_num_threads(before)
-
-
-def compute_job(job: Job, device=None) -> tuple:
-    """Run ``job`` here; never raises for the run itself.
-
-    ``device`` None keeps the job's own. Returns ``(result, None)``, the result as a grid
-    stores it (slimmed, with the job's ``grid`` and ``name``), or ``(None, reason)`` for a
-    run that failed or stopped (nothing to store, so a grid reruns it).
-    """
-    kw = dict(job.overrides) if device is None else dict(job.overrides, device=device)
-    cfg = make_config(job.task, job.scheme, job.seed, **kw)
-    try:
-        result = _slim(run_experiment(cfg, progress=False))
-    except Exception as err:  # one failed run must not end a grid of hundreds
-        return None, f"{type(err).__name__}: {err}"
-    status = result.get("status", {"state": "complete"})
-    if status["state"] != "complete":  # not written: a grid reruns it
-        return None, f"stopped in epoch {status['epoch']}: {status['reason']}"
-    result.update(grid=job.grid, name=job.name)
-    return result, None
-
-
-def store_job(job: Job, out_dir: str, result: dict) -> tuple:
-    """Write ``result`` atomically as ``job``'s file; ``(job, mean final error, seconds)``."""
-    write_json(job_path(out_dir, job), result)
-    return job, result["final"]["mean"], result["timing"]["seconds"]
-
-
-def run_job(job: Job, out_dir: str, device=None) -> tuple:
-    """Run ``job`` and write its JSON atomically under ``out_dir``; never raises for the run.
-
-    ``device`` None keeps the job's own. Returns ``(job, mean final error, seconds)`` for a
-    written run, or ``(job, None, reason)`` for one that failed or stopped (nothing written,
-    so a grid reruns it).
-    """
-    result, why = compute_job(job, device)
-    return (job, None, why) if result is None else store_job(job, out_dir, result)
 
 
 def run_jobs(

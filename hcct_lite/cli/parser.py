@@ -1,4 +1,4 @@
-"""``hcct-lite``: run one experiment or a resumable grid from the command line.
+"""``hcct-lite``'s arguments: one subcommand per job, the options they share.
 
 hcct-lite run --task rotated-digits --scheme hcct --seed 0 --json out.json
 hcct-lite compare --task rotated-digits --schemes all --seeds 0 1 2 --out runs/
@@ -7,14 +7,14 @@ hcct-lite compare --task rotated-digits --schemes all --seeds 0 1 2 --out runs/
 from __future__ import annotations
 
 import argparse
-import sys
 
-from .flower.simulation import ENGINES
-from .training.config import SCHEMES
-from .training.data import DataNotFoundError
-from .training.tasks import TASKS
+from ..flower.simulation import ENGINES
+from ..training.config import SCHEMES
+from ..training.tasks import TASKS
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "OVERRIDES"]
+
+DESCRIPTION = "``hcct-lite``: run one experiment or a resumable grid from the command line."
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     Training (run, flower-sim, compare), deployment (flower-run, silo-exec) and the paper
     (reproduce, verify).
     """
-    parser = _OneLineParser(prog="hcct-lite", description=__doc__.splitlines()[0])
+    parser = _OneLineParser(prog="hcct-lite", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     _add_training_commands(sub)
     _add_deployment_commands(sub)
@@ -215,200 +215,3 @@ def _cluster_options(p) -> None:
         type=float,
         help="with --ray: seconds Ray waits for a node to start (default 60)",
     )
-
-
-def _ray(args):
-    """The :class:`~hcct_lite.runs.ray_cluster.RayOptions` the options ask for, or None."""
-    if args.ray is None:
-        for flag, value in (("--gpus-per-run", args.gpus_per_run),
-                            ("--ray-startup-wait", args.ray_startup_wait)):  # fmt: skip
-            if value is not None:
-                raise ValueError(f"{flag} needs --ray")
-        return None
-    from .runs.ray_cluster import RayOptions
-
-    address = None if args.ray == "local" else args.ray
-    return RayOptions(address, args.gpus_per_run, args.ray_startup_wait)
-
-
-def _capability(args):
-    """The CPU kernels to pin: None for the machine's own or for a GPU run."""
-    if args.cpu_capability in (None, "machine") or getattr(args, "device", "cpu") != "cpu":
-        return None
-    return args.cpu_capability
-
-
-def _verify(args) -> int:
-    from .runs.results import write_json
-    from .runs.store import check_output_path
-    from .runs.verify import load_for_verify, verify
-
-    if args.json is not None:
-        check_output_path(args.json, what="--json")
-    stored = [load_for_verify(p) for p in args.results]  # all checked before the first rerun
-    pairs = zip(args.results, stored, strict=True)
-    reports = [verify(p, args.capability, stored=r) for p, r in pairs]
-    if args.json is not None:
-        write_json(args.json, reports)
-    return 0 if all(r["reproduces"] for r in reports) else 1
-
-
-def _reproduce(args) -> int:
-    from .reproduction.paper_grids import GRIDS, PAPER_PART, grid_jobs
-    from .runs.runner import run_jobs
-    from .runs.store import check_output_path
-
-    if args.workers < 1:
-        raise ValueError(f"--workers must be >= 1; got {args.workers}")
-    names = list(GRIDS) if args.grids == ["all"] else args.grids
-    jobs = grid_jobs(names, args.seeds)
-    if args.list:
-        for name in names:
-            runs = sum(j.grid == name for j in jobs)
-            print(f"{name:24s} {runs:4d} runs  {PAPER_PART[name]}")
-        return 0
-    check_output_path(args.out, folder=True, what="--out")
-    run_jobs(
-        jobs,
-        args.out,
-        args.workers,
-        args.device,
-        reuse_older=args.reuse_older,
-        cpu_capability=_capability(args),
-        ray=_ray(args),
-    )
-    if not args.no_report:
-        from .reproduction.report import write_report
-
-        write_report(args.out, args.report)
-        print(f"wrote {args.report}")
-    return 0
-
-
-def _report_run(label: str, r: dict) -> int:
-    """Print one run's outcome; 0 if it completed, 1 (with the reason) if it stopped."""
-    for rej in r.get("rejected", []):
-        print(f"rejected: epoch {rej['epoch']}, client {rej['client']}: {rej['reason']}")
-    status = r.get("status", {"state": "complete"})
-    if status["state"] != "complete":
-        print(
-            f"hcct-lite: error: {label} stopped in epoch {status['epoch']}: {status['reason']} "
-            "(the partial result is in the JSON)",
-            file=sys.stderr,
-        )
-        return 1
-    f = r["final"]
-    print(
-        f"{label}: mean test error {f['mean']:.2f}% (std {f['std']:.2f}, min {f['min']:.2f}, "
-        f"max {f['max']:.2f}); final groups {r['history'][-1]['groups']}"
-    )
-    return 0
-
-
-def _flower_run(args) -> int:
-    from .flower.submit import submit_and_wait
-
-    code, message = submit_and_wait(
-        args.app, args.federation, args.run_config, timeout=args.timeout
-    )
-    print(message if code == 0 else f"hcct-lite: error: {message}",
-          file=sys.stdout if code == 0 else sys.stderr)  # fmt: skip
-    return code
-
-
-def _silo_exec(args) -> int:
-    from .flower.silo_exec import run_silo_exec
-
-    run_silo_exec(args.runtime_api_address, args.insecure, args.root_certificates)
-    return 0
-
-
-def _settings(args) -> dict:
-    """The RunConfig settings the options set, the hand-made partition parsed.
-
-    The output paths are checked here, before any training.
-    """
-    from .runs.store import check_output_path
-
-    overrides = {k: getattr(args, k) for k in OVERRIDES}
-    if args.partition is not None:
-        from .training.config import parse_partition
-
-        overrides["partition"] = parse_partition(args.partition)
-    if getattr(args, "json", None) is not None:
-        check_output_path(args.json, what="--json")
-    if args.command == "compare":
-        check_output_path(args.out, folder=True, what="--out")
-    return overrides
-
-
-def _run(args) -> int:
-    from .runs.runner import run_one
-
-    r = run_one(
-        args.task, args.scheme, args.seed, args.json, progress=not args.quiet, **_settings(args)
-    )
-    return _report_run(f"{args.task} / {args.scheme} / seed {args.seed}", r)
-
-
-def _flower_sim(args) -> int:
-    from .training.config import make_config
-
-    overrides = _settings(args)
-    try:
-        from .flower.simulation import run_flower_simulation
-    except ImportError as err:
-        raise ValueError(
-            f"flower-sim needs the flower extra: pip install 'hcct-lite[flower]' ({err})"
-        ) from None
-    cfg = make_config(args.task, args.scheme, args.seed, **overrides)
-    r = run_flower_simulation(cfg, args.json, engine=args.engine, ray_address=args.ray_address)
-    return _report_run(
-        f"{args.task} / {args.scheme} / seed {args.seed} on Flower ({args.engine})", r
-    )
-
-
-def _compare(args) -> int:
-    from .runs.runner import run_grid, save_tables
-
-    overrides = _settings(args)
-    schemes = list(SCHEMES) if args.schemes == ["all"] else args.schemes
-    results = run_grid(
-        args.task,
-        schemes,
-        args.seeds,
-        args.out,
-        progress=not args.quiet,
-        workers=args.workers,
-        reuse_older=args.reuse_older,
-        cpu_capability=_capability(args),
-        ray=_ray(args),
-        **overrides,
-    )
-    print(save_tables(results, schemes, [args.task], args.out))
-    return 0
-
-
-COMMANDS = {
-    "run": _run,
-    "flower-sim": _flower_sim,
-    "compare": _compare,
-    "flower-run": _flower_run,
-    "silo-exec": _silo_exec,
-    "reproduce": _reproduce,
-    "verify": _verify,
-}
-
-
-def main(argv=None) -> int:
-    """Run the command line; return the exit status (2 with one line on bad input)."""
-    args = build_parser().parse_args(argv)
-    try:
-        return COMMANDS[args.command](args)
-    except (ValueError, RuntimeError, DataNotFoundError) as err:
-        print(f"hcct-lite: error: {err}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

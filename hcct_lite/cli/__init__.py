@@ -1,0 +1,27 @@
+"""``hcct-lite``: run one experiment or a resumable grid from the command line.
+
+hcct-lite run --task rotated-digits --scheme hcct --seed 0 --json out.json
+hcct-lite compare --task rotated-digits --schemes all --seeds 0 1 2 --out runs/
+
+The arguments are :mod:`.parser`'s, what each subcommand does :mod:`.commands`'.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..training.data import DataNotFoundError
+from .commands import COMMANDS
+from .parser import build_parser
+
+__all__ = ["main", "build_parser"]
+
+
+def main(argv=None) -> int:
+    """Run the command line; return the exit status (2 with one line on bad input)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (ValueError, RuntimeError, DataNotFoundError) as err:
+        print(f"hcct-lite: error: {err}", file=sys.stderr)
+        return 2
