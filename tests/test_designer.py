@@ -43,6 +43,14 @@ def test_classes_parse_ranges_and_lists_and_name_a_bad_part():
         (Silo(concentration=0.0), "silo 2's label-mix concentration must be > 0"),
         (Silo(rotation=45), "silo 2's rotation must be one of"),
         (Silo(samples=401), "silo 2 has 401 samples"),
+        (Silo(classes=(1, 1, 2)), r"silo 2's classes name \[1\] more than once"),
+        (Silo(classes=[0, 1]), "silo 2's classes must be a tuple of digits"),
+        (Silo(classes=1.5), "silo 2's classes must be a tuple of digits"),
+        (Silo(classes=(1.5, 2)), "silo 2's classes must be digits within 0-9"),
+        (Silo(rotation=90.0), r"silo 2's rotation must be one of \(0, 90, 180, 270\); got 90.0"),
+        (Silo(concentration="a"), "silo 2's label-mix concentration must be > 0; got 'a'"),
+        (Silo(samples=100.0), "silo 2 has 100.0 samples"),
+        ("a silo", "silo 2 is a str, not a Silo"),
     ],
 )
 def test_bad_silos_are_named(silo, message):
@@ -87,6 +95,13 @@ def test_alpha_moves_the_partition_without_retraining(designer):
     assert designer._updates == trained  # the same cached updates, nothing retrained
     assert low["hist"].shape == (8, 10) and np.allclose(low["hist"].sum(1), 1)
     assert low["cosines"].shape == (8, 8) and low["text"].startswith("alpha = 0.1: 8 group(s)")
+
+
+def test_the_chosen_client_must_be_one_of_the_silos(designer):
+    silos, alpha = PRESETS["IID clients"]
+    for chosen in (1.5, 6, -1):
+        with pytest.raises(ValueError, match=f"client {chosen + 1} is not one of the 6 silos"):
+            designer.picture(silos, alpha, chosen)
 
 
 def test_one_changed_silo_retrains_one_silo(designer):

@@ -93,7 +93,9 @@ def test_a_silo_trains_once_per_epoch_and_repeated_training_refills_no_evaluatio
      ({"max-local-epochs": 3}, {"local_epochs": 5}, "5 local epochs; this silo runs at most 3"),
      ({"lr-range": "0.01"}, {}, 'lr-range must be two numbers "low high"'),
      ({"lr-range": "0.5 0.01"}, {}, "with low <= high; got '0.5 0.01'"),
-     ({"batch-size-range": "8 many"}, {}, "batch-size-range must be two numbers")],
+     ({"batch-size-range": "8 many"}, {}, "batch-size-range must be two numbers"),
+     ({"max-local-epochs": "x"}, {}, "node config max-local-epochs must be a whole number >= 0; "
+                                     "got 'x'")],
 )  # fmt: skip
 def test_a_silo_refuses_training_outside_its_own_bounds(node_config, settings, words):
     global CFG
@@ -105,6 +107,16 @@ def test_a_silo_refuses_training_outside_its_own_bounds(node_config, settings, w
     finally:
         CFG = keep
     assert reply.has_error() and words in reply.error.reason
+
+
+@pytest.mark.parametrize("cap", ["abc", "-1", "2.5"])
+def test_a_malformed_evaluation_budget_is_refused_with_its_name(cap):
+    reply = _send(_grid({"max-evaluations": cap}), "evaluate",
+                  build_model(CFG.model).state_dict(), split="test")  # fmt: skip
+    assert reply.has_error()
+    assert f"node config max-evaluations must be a whole number >= 0; got '{cap}'" in (
+        reply.error.reason
+    )
 
 
 def test_silos_receive_only_the_settings_they_need():

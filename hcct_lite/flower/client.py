@@ -36,7 +36,7 @@ __all__ = ["make_client_app", "app"]
 
 def _count_evaluation(context: Context) -> None:
     """Refuse an evaluation beyond the node's ``max-evaluations`` in this training epoch."""
-    cap = int(context.node_config.get("max-evaluations", 0))
+    cap = _whole(context, "max-evaluations", 0)
     done = int(context.state["evaluations"]["n"]) if "evaluations" in context.state else 0
     if cap > 0 and done >= cap:
         raise PermissionError(
@@ -44,6 +44,15 @@ def _count_evaluation(context: Context) -> None:
             "(node config max-evaluations)"
         )
     context.state["evaluations"] = MetricRecord({"n": done + 1})
+
+
+def _whole(context: Context, key: str, default: int) -> int:
+    """The node config's ``key`` as a whole number >= 0; a malformed value is named."""
+    value = context.node_config.get(key, default)
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit():
+        raise ValueError(f"node config {key} must be a whole number >= 0; got {value!r}")
+    return int(text)
 
 
 def _range(context: Context, key: str, default: str) -> tuple:
@@ -77,7 +86,7 @@ def _check_training(cfg, lr: float, epoch: int, context: Context) -> None:
             f"batch size {cfg.batch_size} is outside this silo's batch-size-range "
             f"[{low:g}, {high:g}]"
         )
-    most = int(context.node_config.get("max-local-epochs", 20))
+    most = _whole(context, "max-local-epochs", 20)
     if cfg.local_epochs > most:
         raise PermissionError(f"{cfg.local_epochs} local epochs; this silo runs at most {most}")
     seen = (

@@ -94,21 +94,43 @@ def parse_classes(text: str) -> tuple:
     return tuple(sorted(out))
 
 
+def _whole(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
 def check_silos(silos) -> None:
     """Raise ValueError naming the first silo (1-based) and setting that is invalid."""
     if not MIN_SILOS <= len(silos) <= MAX_SILOS:
         raise ValueError(f"a federation has {MIN_SILOS} to {MAX_SILOS} silos; got {len(silos)}")
     for k, s in enumerate(silos, 1):
-        if not isinstance(s.samples, (int, np.integer)) or not 2 <= s.samples <= MAX_SAMPLES:
+        if not isinstance(s, Silo):
+            raise ValueError(f"silo {k} is a {type(s).__name__}, not a Silo")
+        if not _whole(s.samples) or not 2 <= s.samples <= MAX_SAMPLES:
             raise ValueError(f"silo {k} has {s.samples} samples: it needs 2 to {MAX_SAMPLES}")
-        if not s.classes:
-            raise ValueError(f"silo {k}'s label mix is all zero: allow at least one class")
-        if any(not 0 <= c < CLASSES for c in s.classes):
-            raise ValueError(f"silo {k}'s classes must lie within 0-9; got {list(s.classes)}")
-        if not (math.isfinite(s.concentration) and s.concentration > 0):
-            raise ValueError(f"silo {k}'s label-mix concentration must be > 0")
-        if s.rotation not in ROTATIONS:
-            raise ValueError(f"silo {k}'s rotation must be one of {ROTATIONS}")
+        _check_classes(k, s.classes)
+        c = s.concentration
+        if (
+            not isinstance(c, (int, float))
+            or isinstance(c, bool)
+            or not (math.isfinite(c) and c > 0)
+        ):
+            raise ValueError(f"silo {k}'s label-mix concentration must be > 0; got {c!r}")
+        if not _whole(s.rotation) or s.rotation not in ROTATIONS:
+            raise ValueError(f"silo {k}'s rotation must be one of {ROTATIONS}; got {s.rotation!r}")
+
+
+def _check_classes(k: int, classes) -> None:
+    """Silo ``k``'s classes: a non-empty tuple of distinct digits 0-9."""
+    if not isinstance(classes, tuple):
+        raise ValueError(f"silo {k}'s classes must be a tuple of digits such as (0, 1, 2); "
+                         f"got {classes!r}")  # fmt: skip
+    if not classes:
+        raise ValueError(f"silo {k}'s label mix is all zero: allow at least one class")
+    if any(not _whole(c) or not 0 <= c < CLASSES for c in classes):
+        raise ValueError(f"silo {k}'s classes must be digits within 0-9; got {list(classes)}")
+    if len(set(classes)) < len(classes):
+        twice = sorted({c for c in classes if classes.count(c) > 1})
+        raise ValueError(f"silo {k}'s classes name {twice} more than once")
 
 
 def check_alpha(alpha) -> float:
@@ -219,7 +241,7 @@ class Designer:
 
         check_silos(silos)
         a = check_alpha(alpha)
-        if not 0 <= chosen < len(silos):
+        if not _whole(chosen) or not 0 <= chosen < len(silos):
             raise ValueError(f"client {chosen + 1} is not one of the {len(silos)} silos")
         clients = [self.client(s, i) for i, s in enumerate(silos)]
         updates = [self.update(s, i) for i, s in enumerate(silos)]
