@@ -28,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 
+from hcct_lite.flower.processes import die_with_parent
 from hcct_lite.flower.silo_exec import READY
 
 BIN = Path(sys.executable).parent
@@ -155,6 +156,7 @@ def _deployment_seconds(args, folder: Path) -> tuple:
         submit = subprocess.Popen(
             [str(BIN / "hcct-lite"), "flower-run", str(APP), "local", "--run-config", config],
             env=fed.env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            preexec_fn=die_with_parent(),
         )  # fmt: skip
         _wait(out.exists, 3600, "the result JSON")
         seconds, finished = time.perf_counter() - t0, time.time()

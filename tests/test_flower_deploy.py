@@ -26,6 +26,7 @@ import pytest
 pytest.importorskip("flwr")
 
 import hcct_lite.flower  # noqa: E402
+from hcct_lite.flower.processes import die_with_parent  # noqa: E402
 from hcct_lite.flower.silo_exec import READY  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -259,7 +260,7 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scenario):
         submit = subprocess.Popen(
             [str(BIN / "hcct-lite"), "flower-run", str(app), "hcct-tls", "--run-config", config],
             env=procs.env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True,
+            text=True, preexec_fn=die_with_parent(),
         )  # fmt: skip
         # kill a silo once epoch 0 is over: when epoch 1's training reaches it (killing it
         # right after its last reply of epoch 0 can lose that reply in the SuperLink)

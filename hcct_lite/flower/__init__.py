@@ -12,4 +12,6 @@ Needs the ``flower`` extra: ``pip install "hcct-lite[flower]"``.
 - :mod:`hcct_lite.flower.inline`: :class:`InlineGrid`, every silo in one process.
 - :mod:`hcct_lite.flower.silo_data`: a silo's own data, loaded once.
 - :mod:`hcct_lite.flower.silo_exec`: ``hcct-lite silo-exec``, a warm SuperExec for a silo.
+- :mod:`hcct_lite.flower.processes`: processes a test or benchmark starts for a
+  federation end with their starter (:func:`~hcct_lite.flower.processes.die_with_parent`).
 """
