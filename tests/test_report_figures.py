@@ -62,13 +62,27 @@ def test_fig5_table_marks_pending_cells_and_finds_the_best_alpha_per_protocol():
 
 
 def _complete(r):
-    """``r`` with every field a shipped result has (the report reads only complete runs)."""
-    cfg = dict(r["config"], task="cifar10", scheme="hcct", seed=r["seed"])
-    cfg["epochs"] = len(r["history"])
-    m = r["final"]["mean"]
-    final = dict(r["final"], client_test_error=[m], std=0.0, min=m, max=m)
-    history = [dict(h, groups=h.get("groups", [[0]])) for h in r["history"]]
-    return dict(r, task="cifar10", scheme="hcct", config=cfg, final=final, history=history)
+    """``r`` as a whole result file, as the report reads only those: a config a run accepts,
+    one error per client present in each epoch, groups, sizes, domains, and a final block
+    that is its history's summary."""
+    from hcct_lite.training.config import arrival_epochs, make_config
+    from hcct_lite.training.engine import summarize
+
+    history = [dict(h) for h in r["history"]]
+    last = history[-1].get("client_test_error")
+    kw = dict(r["config"], epochs=len(history))
+    kw["n_clients"] = len(last) if last else kw.get("n_clients", 2)
+    if kw.get("new_clients"):
+        kw["join_every"] = 1  # every newcomer present by the last epoch, as its errors say
+    cfg = make_config("cifar10", "hcct", r["seed"], **kw)
+    arrive = arrival_epochs(cfg)
+    for t, h in enumerate(history):
+        active = int((arrive <= t).sum())
+        h.setdefault("client_test_error", [h.get("mean_test_error", r["final"]["mean"])] * active)
+        h["groups"] = [g for g in h.get("groups", [[i] for i in range(active)]) if max(g) < active]
+    return dict(r, task="cifar10", scheme="hcct", config=cfg.to_dict(), history=history,
+                final=summarize(history), sizes=[100] * cfg.n_clients,
+                domains=["cifar10"] * cfg.n_clients)  # fmt: skip
 
 
 def _write(tmp_path, grid, runs):

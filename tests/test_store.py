@@ -56,6 +56,32 @@ def _broken(r):
         "written by other code (commit 0123abcd",
         lambda b: b["provenance"].update(code_fingerprint="beef", code_commit="0123abcd" * 5),
     )
+    # files whose parts contradict each other, or name clients that are not there
+    case("final not its history's", "its final mean is 1.0; its history says",
+         lambda b: b["final"].update(mean=1.0))  # fmt: skip
+    case("last epoch edited", "its final client errors are not its last epoch's",
+         lambda b: b["history"][-1]["client_test_error"].__setitem__(0, 99.0))  # fmt: skip
+    case("NaN in the history", "history epoch 0 holds an error that is not a percentage",
+         lambda b: b["history"][0]["client_test_error"].__setitem__(1, float("nan")))  # fmt: skip
+    case("a group naming client 99", "history epoch 1's groups name clients outside 0..7",
+         lambda b: b["history"][1].update(groups=[[99]]))  # fmt: skip
+    case("a client twice", "history epoch 0's groups hold a client in more than 1 group",
+         lambda b: b["history"][0].update(groups=[[0, 1], [1, 2]]))  # fmt: skip
+    case(
+        "final of 3 of 8 clients",
+        "its final client errors are not its last epoch's",
+        lambda b: b["final"].update(client_test_error=b["final"]["client_test_error"][:3]),
+    )
+    case("an epoch without errors", "history epoch 1 must give 8 client errors",
+         lambda b: b["history"][1].pop("client_test_error"))  # fmt: skip
+    case("best epoch garbage", "its final best_over_epochs mean is 'x'",
+         lambda b: b["final"]["best_over_epochs"].update(mean="x"))  # fmt: skip
+    case("no sizes", "its sizes must list the 8 clients", lambda b: b.pop("sizes"))
+    case("no domains", "its domains must list the 8 clients", lambda b: b.pop("domains"))
+    case("a config no run accepts", "its config is not one a run accepts",
+         lambda b: [d.update(batch_size=0) for d in (b["config"],)])  # fmt: skip
+    case("provenance a string", "its provenance is str, not an object",
+         lambda b: b.update(provenance="cpu"))  # fmt: skip
     return cases
 
 
@@ -70,7 +96,7 @@ def test_every_malformed_stopped_or_foreign_result_is_rerun_naming_why(done):
 
 def test_unreadable_files_are_rerun(done):
     out, path, first = done
-    for content in ("", "{", "[]", "null"):
+    for content in ("", "{", "[]", "null", "[" * 100_000 + "]" * 100_000):
         again, reruns = _rerun_with(out, path, content)
         assert len(reruns) == 1 and again["final"] == first["final"], content
 
@@ -79,16 +105,37 @@ def test_older_code_is_reused_only_when_asked_and_then_named(done):
     out, path, first = done
     foreign = copy.deepcopy(first)
     foreign["provenance"]["code_fingerprint"] = "beef"
-    foreign["final"]["mean"] = 1.25  # a different number shows which file was used
+    foreign["timing"]["seconds"] = 1.25  # a different number shows which file was used
     del foreign["config"]["norm_limit"]  # a setting the older code did not have
     path.write_text(json.dumps(foreign))
     logged = []
     (reused,) = run_grid(
         "rotated-digits", ["independent"], [0], str(out), log=logged.append, reuse_older=True, **KW
     )
-    assert reused["final"]["mean"] == 1.25
+    assert reused["timing"]["seconds"] == 1.25
     assert any(m.startswith("reuse") and "written by other code" in m for m in logged)
     path.write_text(json.dumps(first))
+
+
+def test_older_code_without_a_setting_the_grid_sets_is_not_reused(done):
+    out, path, first = done
+    foreign = copy.deepcopy(first)
+    foreign["provenance"]["code_fingerprint"] = "beef"
+    del foreign["config"]["alpha"]  # older code that recorded no alpha
+    path.write_text(json.dumps(foreign))
+    logged = []
+    run_grid("rotated-digits", ["independent"], [0], str(out), log=logged.append,
+             reuse_older=True, alpha=50.0, **KW)  # fmt: skip
+    assert any("its config has no alpha (older code); the grid asks for 50.0" in m
+               for m in logged), logged  # fmt: skip
+    path.write_text(json.dumps(first))
+
+
+def test_a_file_nested_too_deeply_is_one_sentence(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="its JSON is nested too deeply to be a result"):
+        store.load_result(str(deep))
 
 
 @pytest.mark.parametrize("kind", ["folder", "fifo"])

@@ -60,15 +60,20 @@ def test_a_fresh_result_records_what_decides_its_numbers_and_reproduces(fresh, t
 
 
 def test_a_result_that_does_not_reproduce_says_where(fresh, tmp_path):
-    r = json.loads(fresh.read_text())
+    from hcct_lite.training.engine import summarize
+
+    r = json.loads(fresh.read_text())  # tampered, but whole: its final is its history's
     r["history"][1]["groups"] = [[0, 1, 2, 3, 4, 5, 6, 7]]
-    r["final"]["client_test_error"][2] += 30.0
+    last = r["history"][-1]["client_test_error"]
+    shift = 30.0 if last[2] <= 70 else -30.0
+    last[2] += shift
+    r["final"] = summarize(r["history"])
     bad = tmp_path / "tampered.json"
     bad.write_text(json.dumps(r))
     done = _verify(str(bad))
     assert done.returncode == 1
     assert "does NOT reproduce: groups first differ in epoch 1" in done.stdout
-    assert "client 2: final error -30.00" in done.stdout
+    assert f"client 2: final error {-shift:+.2f}" in done.stdout
 
 
 def test_bad_arguments_exit_2_with_one_line(fresh, tmp_path):
@@ -85,6 +90,26 @@ def test_bad_arguments_exit_2_with_one_line(fresh, tmp_path):
         (tmp_path / "gpu.json", "computed on cuda (NVIDIA H200); verify reruns CPU results only"),
         (tmp_path / "stopped.json", "a stopped run"),
     ]
+    fields = json.loads(fresh.read_text())
+    for name, change, words in [
+        ("norm", {"norm_limit": -1.0}, "norm_limit"),
+        ("k50", {"cluster_models": 50}, "cluster_models"),
+        ("seed", {"seed": 2**40}, "its config is not one a run accepts"),
+        ("lr", {"lr": float("nan")}, "lr must be a finite number > 0"),
+        ("batch", {"batch_size": 0}, "batch_size"),
+    ]:
+        bad = json.loads(json.dumps(fields))
+        bad["config"].update(change)
+        bad.update({k: v for k, v in change.items() if k == "seed"})
+        (tmp_path / f"{name}.json").write_text(json.dumps(bad))
+        cases.append((tmp_path / f"{name}.json", words))
+    edited = json.loads(json.dumps(fields))
+    edited["history"][-1]["client_test_error"][0] = 99.0  # the final block left as it was
+    (tmp_path / "edited.json").write_text(json.dumps(edited))
+    prov = dict(fields, provenance="cpu")
+    (tmp_path / "prov.json").write_text(json.dumps(prov))
+    cases += [(tmp_path / "edited.json", "its final client errors are not its last epoch's"),
+              (tmp_path / "prov.json", "its provenance is str, not an object")]  # fmt: skip
     for path, words in cases:
         done = _verify(str(fresh), str(path))  # checked before the first rerun
         err = done.stderr.strip()

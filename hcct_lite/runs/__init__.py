@@ -1,10 +1,11 @@
 """Running and storing runs.
 
 One run from its settings to its stored file (:mod:`.jobs`); resumable grids of runs, in
-processes (:mod:`.runner`) or as Ray tasks on a cluster (:mod:`.ray_cluster`); the store that
-decides whether a file may be reused (:mod:`.store`); the result files' format and tables
-(:mod:`.results`); reading stored runs back (:mod:`.reading`: the report and the lessons
-both read through it); and rerunning a stored result to verify it (:mod:`.verify`).
+processes (:mod:`.runner`) or as Ray tasks on a cluster (:mod:`.ray_cluster`); the store
+that decides whether a file may be reused (:mod:`.store`, by :mod:`.schema`'s rules); the
+result files' format and tables (:mod:`.results`); reading stored runs back
+(:mod:`.reading`: the report and the lessons both read through it); and rerunning a stored
+result to verify it (:mod:`.verify`).
 
 Nothing here knows the paper: the grids it runs are defined in
 :mod:`hcct_lite.reproduction`.

@@ -7,13 +7,13 @@ the same code; output paths are checked before any training.
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
 import tempfile
 import time
 
 from ..training.provenance import compute_fingerprint
+from .schema import result_problem
 
 __all__ = [
     "load_result",
@@ -41,62 +41,10 @@ _KINDS = (
 )
 
 
-def _finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _typed(r: dict, key: str, kind) -> str | None:
-    if key not in r:
-        return f"no '{key}'"
-    v = r[key]
-    if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
-        return f"its {key} is {type(v).__name__}, not {kind.__name__}"
-    return None
-
-
-def _final_problem(final: dict) -> str | None:
-    for key in ("mean", "std", "min", "max"):
-        if not _finite(final.get(key)):
-            return f"its final {key} is {final.get(key)!r}, not a finite number"
-    errors = final.get("client_test_error")
-    if not isinstance(errors, list) or not any(_finite(e) for e in errors):
-        return "its final client_test_error holds no error"
-    if any(e is not None and not _finite(e) for e in errors):
-        return "its final client_test_error holds a value that is not a finite number"
-    best = final.get("best_over_epochs")
-    if not isinstance(best, dict) or not _finite(best.get("mean")):
-        return "its final best_over_epochs has no finite mean"
-    return None
-
-
-def result_problem(r) -> str | None:
-    """What makes ``r`` (a loaded result) unusable as a finished run; None if nothing.
-
-    Checked: the top-level fields and their types; the body's task, scheme and seed equal
-    its config's; the run completed (not stopped) with one history entry per configured
-    epoch; the final block's statistics are finite numbers.
-    """
-    if not isinstance(r, dict):
-        return f"it holds a JSON {type(r).__name__}, not an object"
-    for key, kind in (("task", str), ("scheme", str), ("seed", int)):
-        if problem := _typed(r, key, kind):
-            return problem
-    for key, kind in (("config", dict), ("history", list), ("final", dict)):
-        if problem := _typed(r, key, kind):
-            return problem
-    cfg = r["config"]
-    for key in ("task", "scheme", "seed"):
-        if cfg.get(key) != r[key]:
-            return f"its {key} is {r[key]!r} but its config says {cfg.get(key)!r}"
-    status = r.get("status", {"state": "complete"})
-    if not isinstance(status, dict) or status.get("state") != "complete":
-        why = status.get("reason", "?") if isinstance(status, dict) else status
-        return f"a stopped run ({why})"
-    if len(r["history"]) != cfg.get("epochs"):
-        return f"{len(r['history'])} epochs of history, its config asks for {cfg.get('epochs')}"
-    if not all(isinstance(h, dict) and isinstance(h.get("groups"), list) for h in r["history"]):
-        return "a history entry without groups"
-    return _final_problem(r["final"])
+def _unreadable(err: Exception) -> str:
+    if isinstance(err, RecursionError):  # a crafted file: JSON nested thousands deep
+        return "its JSON is nested too deeply to be a result"
+    return f"{type(err).__name__}: {err}"
 
 
 def load_result(path: str) -> dict:
@@ -104,8 +52,8 @@ def load_result(path: str) -> dict:
     try:
         with open(path) as f:
             r = json.load(f)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: unreadable ({type(err).__name__}: {err})") from None
+    except (OSError, ValueError, RecursionError) as err:
+        raise ValueError(f"{path}: unreadable ({_unreadable(err)})") from None
     if problem := result_problem(r):
         raise ValueError(f"{path}: not a complete result ({problem})")
     return r
@@ -122,12 +70,23 @@ def _kind(path: str) -> str | None:
     return next((word for test, word in _KINDS if test(mode)), None)
 
 
+def _default(key: str):
+    """RunConfig's default for setting ``key`` (what a run without the setting does)."""
+    from dataclasses import MISSING, fields
+
+    from ..training.config import RunConfig
+
+    f = next(f for f in fields(RunConfig) if f.name == key)
+    return f.default_factory() if f.default is MISSING else f.default
+
+
 def reuse_problem(path: str, cfg, allow_older: bool = False) -> str | None:
     """Why the file at ``path`` cannot stand for a run of ``cfg``; None if it can be reused.
 
     ``"missing"``; an unreadable or incomplete file (:func:`result_problem`, named); the
     first setting whose stored value differs from ``cfg``'s (device and data location are
-    not compared, nor settings older code did not record); or a result written by other
+    not compared; a setting older code did not record counts as its default); or a result
+    written by other
     code (its ``code_fingerprint`` differs from
     :func:`~hcct_lite.training.provenance.compute_fingerprint`), unless ``allow_older``.
 
@@ -144,14 +103,17 @@ def reuse_problem(path: str, cfg, allow_older: bool = False) -> str | None:
     try:
         with open(path) as f:
             stored = json.load(f)
-    except (OSError, ValueError) as err:
-        return f"unreadable ({type(err).__name__}: {err})"
+    except (OSError, ValueError, RecursionError) as err:
+        return f"unreadable ({_unreadable(err)})"
     if problem := result_problem(stored):
         return f"not a complete result ({problem})"
     want, have = cfg.to_dict(), stored["config"]
     for key in sorted(set(want) | set(have)):
-        if key not in have:
-            continue  # a setting older code did not have: the fingerprint check decides
+        if key not in have:  # older code without this setting ran as its default does
+            if key not in _NOT_COMPARED and want[key] != _default(key):
+                return (f"its config has no {key} (older code); the grid asks for "
+                        f"{want[key]!r}, not the default {_default(key)!r}")  # fmt: skip
+            continue
         if key not in _NOT_COMPARED and have.get(key) != want.get(key):
             return f"its {key} is {have.get(key)!r}, the grid asks for {want.get(key)!r}"
     if not allow_older:
