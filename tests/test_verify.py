@@ -76,7 +76,7 @@ def test_a_result_that_does_not_reproduce_says_where(fresh, tmp_path):
     assert f"client 2: final error {-shift:+.2f}" in done.stdout
 
 
-def test_bad_arguments_exit_2_with_one_line(fresh, tmp_path):
+def test_bad_arguments_exit_2_with_one_line(fresh, tmp_path, capsys):
     gpu = json.loads(fresh.read_text())
     gpu["provenance"]["device"] = "cuda (NVIDIA H200)"
     (tmp_path / "gpu.json").write_text(json.dumps(gpu))
@@ -110,8 +110,10 @@ def test_bad_arguments_exit_2_with_one_line(fresh, tmp_path):
     (tmp_path / "prov.json").write_text(json.dumps(prov))
     cases += [(tmp_path / "edited.json", "its final client errors are not its last epoch's"),
               (tmp_path / "prov.json", "its provenance is str, not an object")]  # fmt: skip
-    for path, words in cases:
-        done = _verify(str(fresh), str(path))  # checked before the first rerun
-        err = done.stderr.strip()
-        assert done.returncode == 2 and words in err and len(err.splitlines()) == 1, err
-        assert "reproduces" not in done.stdout
+    done = _verify(str(fresh), str(cases[0][0]))  # once through the installed command
+    assert done.returncode == 2 and cases[0][1] in done.stderr and "reproduces" not in done.stdout
+    for path, words in cases:  # the same code in this process: no interpreter to start
+        code = main(["verify", str(fresh), str(path)])  # checked before the first rerun
+        out, err = capsys.readouterr()
+        assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+        assert "reproduces" not in out
