@@ -1,9 +1,9 @@
 """What a curious server can read from a silo's training replies, and what the silo refuses.
 
-The two leaks of docs/deploy.md are shown working, then the silo's cheap guards: its own
+The leaks of docs/deploy.md are shown working, then the silo's cheap guards: its own
 bounds on the learning rate, the batch size and the local epochs, one training per epoch
 number, an evaluation budget that repeated training cannot refill, and a config that
-carries only what a silo needs.
+carries only what a silo needs; last, the two leaks that remain within every guard.
 """
 
 import json
@@ -17,7 +17,13 @@ pytest.importorskip("flwr")
 from flwr.app import ConfigRecord, Message, RecordDict  # noqa: E402
 
 from hcct_lite.flower.client import make_client_app  # noqa: E402
-from hcct_lite.flower.common import SILO_FIELDS, config_from_text, silo_config_text, to_record  # noqa: E402
+from hcct_lite.flower.common import (  # noqa: E402
+    SILO_FIELDS,
+    config_from_text,
+    from_record,
+    silo_config_text,
+    to_record,
+)
 from hcct_lite.flower.inline import InlineGrid  # noqa: E402
 from hcct_lite.training.config import make_config  # noqa: E402
 from hcct_lite.training.local import SGDTrainer  # noqa: E402
@@ -126,3 +132,40 @@ def test_silos_receive_only_the_settings_they_need():
     assert "/srv/coordinator" not in silo_config_text(cfg) and "alpha" not in sent
     back = config_from_text(silo_config_text(cfg))
     assert all(getattr(back, k) == getattr(cfg, k) for k in SILO_FIELDS)
+
+
+def test_within_every_guard_ten_training_messages_still_read_the_label_histogram():
+    # a leak docs/deploy.md admits: lr 1e-4 is inside the default lr-range, and each
+    # "always class c" model goes out under a fresh epoch number, so no guard refuses it
+    model = build_model(CFG.model)
+    data = build_clients(CFG)[0]
+    grid = _grid()
+    read = []
+    for c in range(10):
+        reply = _send(grid, "train", _always(model, c), lr=1e-4, epoch=10_000 + c)
+        assert not reply.has_error()
+        read.append(float(reply.content["metrics"]["train-acc"]))
+    truth = np.bincount(data.y_train.numpy(), minlength=10) / data.y_train.numel()
+    assert np.allclose(read, truth, atol=1e-9)
+
+
+@pytest.mark.parametrize("batch", [8, 16])
+def test_within_every_guard_one_training_message_reads_the_label_histogram(batch):
+    # a leak docs/deploy.md admits: a batch inside batch-size-range that divides the silo's
+    # 112 samples; from a zero model at lr 1e-4 every batch's softmax stays uniform, so the
+    # output bias moves by -lr * sum over batches of (1/10 - the batch's class shares)
+    global CFG
+    keep, CFG = CFG, make_config("rotated-digits", "hcct", 0, batch_size=batch)
+    try:
+        model = build_model(CFG.model)
+        reply = _send(_grid(), "train", _zero_model(model), lr=1e-4, epoch=0)
+    finally:
+        CFG = keep
+    assert not reply.has_error()
+    data = build_clients(CFG)[0]
+    n, lr = len(data.y_train), 1e-4
+    state = from_record(reply.content["model"])
+    bias = next(k for k in head_names(model) if state[k].ndim == 1)
+    counts = batch * (n / batch / 10 + state[bias].double().numpy() / lr)
+    truth = np.bincount(data.y_train.numpy(), minlength=10)
+    assert np.array_equal(np.rint(counts), truth)
