@@ -80,6 +80,9 @@ def _broken(r):
     case("no domains", "its domains must list the 8 clients", lambda b: b.pop("domains"))
     case("a config no run accepts", "its config is not one a run accepts",
          lambda b: [d.update(batch_size=0) for d in (b["config"],)])  # fmt: skip
+    case("no client ever answered", "its history holds no error to summarise",
+         lambda b: [h.update(client_test_error=[None] * 8) for h in b["history"]]
+         + [b["final"].update(client_test_error=[])])  # fmt: skip
     case("provenance a string", "its provenance is str, not an object",
          lambda b: b.update(provenance="cpu"))  # fmt: skip
     return cases

@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from ..runs.reading import by_scheme, load_grid, variant
-from ..runs.results import format_pm, table3, table4
+from ..runs.results import format_pm, pm, table3, table4
 from ..runs.runner import job_path
 from ..training.config import SCHEMES
 from .paper import TABLE_II, TABLE_IV, TABLE_V
@@ -45,11 +45,6 @@ def grid_status(out_dir: str) -> list:
         secs = sum(r.get("timing", {}).get("seconds", r.get("seconds", 0.0)) for r in runs)
         rows.append([name, f"{len(done)} / {len(jobs)}", ", ".join(devices) or "-", f"{secs:.0f}"])
     return rows
-
-
-def pm(mean, std, n=None) -> str:
-    """``"mean ± std"``, with ``" (n)"`` seeds when ``n`` is given."""
-    return f"{mean:.2f} ± {std:.2f}" + ("" if n is None else f" ({n})")
 
 
 def protocol_table(runs, task: str) -> list:

@@ -14,6 +14,7 @@ import os
 import numpy as np
 
 from ..training.config import SCHEMES
+from .results import seed_stats
 from .store import load_result
 
 __all__ = [
@@ -66,11 +67,6 @@ def complete_seeds(runs) -> list:
     return [r for r in runs if id(r) in keep]
 
 
-def _stats(values) -> tuple:
-    v = np.asarray(values, dtype=np.float64)
-    return float(v.mean()), float(v.std()), len(v)
-
-
 def by_scheme(runs) -> dict:
     """``scheme -> (final (mean, std, n), best (mean, std, n))`` over seeds."""
     out = {}
@@ -78,8 +74,8 @@ def by_scheme(runs) -> dict:
         rs = [r for r in runs if r["scheme"] == s]
         if rs:
             out[s] = (
-                _stats([r["final"]["mean"] for r in rs]),
-                _stats([r["final"]["best_over_epochs"]["mean"] for r in rs]),
+                seed_stats([r["final"]["mean"] for r in rs]),
+                seed_stats([r["final"]["best_over_epochs"]["mean"] for r in rs]),
             )
     return out
 

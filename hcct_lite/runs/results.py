@@ -22,6 +22,8 @@ __all__ = [
     "to_markdown",
     "to_csv",
     "format_pm",
+    "pm",
+    "seed_stats",
 ]
 
 
@@ -81,11 +83,14 @@ def table3(results, protocol: str = "final") -> dict:
         return f["mean"] if protocol == "final" else f["best_over_epochs"]["mean"]
 
     return {
-        k: (float(np.mean(v)), float(np.std(v)), len(v))
-        for k, v in (
-            (k, [mean_of(r) for r in rs]) for k, rs in _by(results, "task", "scheme").items()
-        )
+        k: seed_stats([mean_of(r) for r in rs]) for k, rs in _by(results, "task", "scheme").items()
     }
+
+
+def seed_stats(values) -> tuple:
+    """``(mean, std, n)`` of ``values`` (one number per seed)."""
+    v = np.asarray(values, dtype=np.float64)
+    return float(v.mean()), float(v.std()), len(v)
 
 
 def table4(results) -> dict:
@@ -97,9 +102,14 @@ def table4(results) -> dict:
     return out
 
 
+def pm(mean, std, n=None) -> str:
+    """``"mean ± std"``, with ``" (n)"`` seeds when ``n`` is given."""
+    return f"{mean:.2f} ± {std:.2f}" + ("" if n is None else f" ({n})")
+
+
 def format_pm(pair) -> str:
     """``(mean, std, ...)`` as ``"mean ± std"``; ``"-"`` when missing."""
-    return "-" if pair is None else f"{pair[0]:.2f} ± {pair[1]:.2f}"
+    return "-" if pair is None else pm(pair[0], pair[1])
 
 
 def _rows3(t3, schemes, tasks):

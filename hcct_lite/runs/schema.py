@@ -90,6 +90,8 @@ def _final_problem(final: dict, history: list) -> str | None:
     try:
         want = summarize(history)
     except (TypeError, ValueError, KeyError, IndexError):
+        want = {"mean": None}
+    if want["mean"] is None:  # no client answered in any epoch: nothing was measured
         return "its history holds no error to summarise"
     if final.get("client_test_error") != want["client_test_error"]:
         return "its final client errors are not its last epoch's"

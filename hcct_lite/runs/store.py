@@ -108,14 +108,13 @@ def reuse_problem(path: str, cfg, allow_older: bool = False) -> str | None:
     if problem := result_problem(stored):
         return f"not a complete result ({problem})"
     want, have = cfg.to_dict(), stored["config"]
-    for key in sorted(set(want) | set(have)):
+    for key in sorted((set(want) | set(have)) - set(_NOT_COMPARED)):
         if key not in have:  # older code without this setting ran as its default does
-            if key not in _NOT_COMPARED and want[key] != _default(key):
+            if want[key] != (default := _default(key)):
                 return (f"its config has no {key} (older code); the grid asks for "
-                        f"{want[key]!r}, not the default {_default(key)!r}")  # fmt: skip
-            continue
-        if key not in _NOT_COMPARED and have.get(key) != want.get(key):
-            return f"its {key} is {have.get(key)!r}, the grid asks for {want.get(key)!r}"
+                        f"{want[key]!r}, not the default {default!r}")  # fmt: skip
+        elif have[key] != want.get(key):
+            return f"its {key} is {have[key]!r}, the grid asks for {want.get(key)!r}"
     if not allow_older:
         prov = stored.get("provenance") if isinstance(stored.get("provenance"), dict) else {}
         fp, now = prov.get("code_fingerprint"), compute_fingerprint()
