@@ -146,8 +146,11 @@ def test_strip_keeps_only_checked_outputs(tmp_path):
             new_code_cell("print(1)", outputs=[out], execution_count=2),
         ]
     )
+    nb.cells[1].metadata.update(exercise=2, alt="a figure", scrolled=True)
     nb.metadata["widgets"] = {"state": {}}
     strip_notebook(nb)
     assert nb.cells[0].outputs[0]["text"] == "42\n" and nb.cells[1].outputs == []
     assert nb.cells[1].execution_count is None and "widgets" not in nb.metadata
+    # what the classroom kit and the figures' text alternatives read stays, the rest goes
+    assert nb.cells[1].metadata == {"exercise": 2, "alt": "a figure"}
     nbformat.validate(nb)

@@ -54,6 +54,17 @@ def ordered(todo) -> list:
     return sorted(out, key=lambda j: j.seed)  # stable: the pairing holds within a seed
 
 
+def run_and_release(job, out, device):
+    """``run_job``, then the worker's cached GPU memory handed back: a pool worker lives on
+    after its run, and memory its allocator keeps would be counted twice by the admission."""
+    try:
+        return run_job(job, out, device)
+    finally:
+        import torch
+
+        torch.cuda.empty_cache()
+
+
 def card_memory_gb() -> float:
     q = ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
     return float(subprocess.run(q, capture_output=True, text=True).stdout.split()[0]) / 1024
@@ -117,7 +128,7 @@ def main(argv=None) -> int:
                 if rate * n_clients(j) * 1.1 > left:
                     continue  # cannot finish: a smaller run may
                 todo.remove(j)
-                res = pool.apply_async(run_job, (j, a.out, a.device))
+                res = pool.apply_async(run_and_release, (j, a.out, a.device))
                 flight[j.name] = (j, res, time.time() - t0)
                 say(f"start {j.name} (N={n_clients(j)}, {len(flight)} in flight)")
             if not flight or left < -60:  # a worker that died leaves its run pending

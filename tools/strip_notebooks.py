@@ -3,7 +3,9 @@
     python tools/strip_notebooks.py notebooks/*.ipynb
 
 Cells marked ``# NBVAL_CHECK_OUTPUT`` keep their outputs (nbval compares them in CI);
-every other cell loses outputs and execution count, and widget state is dropped.
+every other cell loses outputs and execution count, and widget state is dropped. A cell's
+metadata keeps what the project reads: tags, "jupyter" (collapsed solution cells stay
+collapsed), "alt" (a figure's text alternative) and "exercise" (the classroom kit's number).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import nbformat
 __all__ = ["strip_notebook", "main"]
 
 CHECK = "# NBVAL_CHECK_OUTPUT"
+KEEP = ("tags", "jupyter", "alt", "exercise")
 
 
 def strip_notebook(nb):
@@ -24,8 +27,7 @@ def strip_notebook(nb):
         if key not in ("kernelspec", "language_info"):
             nb.metadata.pop(key)
     for cell in nb.cells:
-        # tags, and "jupyter" (collapsed solution cells stay collapsed)
-        cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("tags", "jupyter")}
+        cell.metadata = {k: v for k, v in cell.metadata.items() if k in KEEP}
         if cell.cell_type != "code":
             continue
         if CHECK in cell.source:

@@ -285,7 +285,7 @@ def _k_vs_n_verdict(runs) -> str:
         + " Seed by seed (a seed gives every K the same clients and initial model), the best "
         f"1 < K < N against K = 1 (gain in error, and at how many seeds it is lower): "
         f"{seed_by_seed}. GPU runs are not bit-reproducible: the same run twice on one H200 "
-        "ended up to 0.5 points apart in mean error (`results/README.md`), so a gain below "
+        "ended up to 0.6 points apart in mean error (`results/README.md`), so a gain below "
         "that on one seed is not evidence."
     )
 
