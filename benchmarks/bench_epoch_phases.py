@@ -7,8 +7,9 @@ Runs HCCT through the engine as a grid does, with each phase's calls timed (the 
 synchronised around each, so GPU work is counted where it is queued), and prints seconds
 per epoch (every epoch, the first with its warm-up) and each phase's share of the wall
 time. The warm-up is seconds on a GPU: to compare two settings, run 5 epochs or more and
-alternate them (with 2 epochs a CIFAR-10 A/B showed 30 % that 5 alternated epochs did not). Phases nest: a client's local SGD includes its forward and backward passes, so the
-shares do not add up to 100 %. The synchronisation slows a GPU run a little; nothing is
+alternate them (with 2 epochs a CIFAR-10 A/B showed 30 % that 5 alternated epochs did not).
+Phases nest: a client's local SGD includes its forward and backward passes, so the shares
+do not add up to 100 %. The synchronisation slows a GPU run a little; nothing is
 written.
 """
 
