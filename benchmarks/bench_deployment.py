@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 from pathlib import Path
 
 from hcct_lite.flower.processes import die_with_parent
@@ -185,7 +186,11 @@ def main(argv=None) -> None:
     from hcct_lite.training.engine import run_experiment
 
     torch.set_num_threads(1)
-    cfg = make_config(args.task, "hcct", 0, epochs=args.epochs, n_clients=args.clients)
+    # the deployment aggregates as the app's run config says (a robust rule by default)
+    app_config = tomllib.loads((APP / "pyproject.toml").read_text())["tool"]["flwr"]["app"]
+    aggregator = app_config["config"]["aggregator"]
+    cfg = make_config(args.task, "hcct", 0, epochs=args.epochs, n_clients=args.clients,
+                      aggregator=aggregator)  # fmt: skip
     t0 = time.perf_counter()
     local = run_experiment(cfg, progress=False)
     engine = time.perf_counter() - t0

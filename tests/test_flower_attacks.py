@@ -122,3 +122,54 @@ def test_maxfl_retries_a_lost_reference_with_fresh_epoch_numbers_the_silo_accept
     references = [(e, why) for e, why in seen if e < 0]
     assert references == [(-1, "ok"), (-2, "ok")]  # refused as "already trained" before
     assert all(why == "ok" for _, why in seen)
+
+
+def _run_for(epochs, scheme, aggregator, poisoned):
+    cfg = make_config("rotated-digits", scheme, 0, epochs=epochs, aggregator=aggregator)
+    nodes = {100 + i: {"partition-id": i} for i in range(cfg.n_clients)}
+    for i, kind in poisoned.items():
+        nodes[100 + i]["poison"] = kind
+    grid = InlineGrid(make_client_app(cfg, mods=[poison]), nodes)
+    result = run_on_grid(grid, {"discovery-timeout": 5.0}, cfg)
+    honest = [e for i, e in enumerate(result["final"]["client_test_error"]) if i not in poisoned]
+    return sum(honest) / len(honest), result
+
+
+def test_a_flip_within_the_norm_rule_wrecks_fedavg_but_not_centred_clipping():
+    """Silo 1 sends its update times -10: never rejected, it turns FedAvg around."""
+    errors = {}
+    for aggregator in ("mean", "centered-clip"):
+        clean, _ = _run_for(8, "global", aggregator, {})
+        attacked, result = _run_for(8, "global", aggregator, {1: "flip"})
+        assert result["rejected"] == [] and result["aggregation"]["aggregator"] == aggregator
+        errors[aggregator] = (clean, attacked)
+    assert errors["mean"][1] > errors["mean"][0] + 10  # 73.6 -> 91.7 when measured
+    assert errors["centered-clip"][1] < errors["centered-clip"][0] + 2  # 73.5 -> 72.5
+
+
+def test_a_deployment_defends_by_default():
+    import tomllib
+
+    from hcct_lite.flower.common import config_from_run_config
+
+    app = Path(__file__).parents[1] / "hcct_lite" / "flower" / "app" / "pyproject.toml"
+    run_config = tomllib.loads(app.read_text())["tool"]["flwr"]["app"]["config"]
+    cfg = config_from_run_config(run_config)
+    assert (cfg.aggregator, cfg.clip_factor) == ("centered-clip", 4.0)
+    assert make_config("rotated-digits", "global").aggregator == "mean"  # the paper's runs
+
+
+def test_two_silos_are_averaged_without_a_robust_rule_and_the_result_says_so():
+    cfg = make_config("rotated-digits", "global", 0, epochs=2, n_clients=2,
+                      aggregator="centered-clip")  # fmt: skip
+    nodes = {100 + i: {"partition-id": i} for i in range(2)}
+    nodes[101]["poison"] = "boost"
+    grid = InlineGrid(make_client_app(cfg, mods=[poison]), nodes)
+    result = run_on_grid(grid, {"discovery-timeout": 5.0}, cfg)
+    # of two, the shorter update is the norm rule's reference: the booster is refused
+    assert {r["client"] for r in result["rejected"]} == {1}
+    assert "the round's smaller" in result["rejected"][0]["reason"]
+    clean = run_on_grid(InlineGrid(make_client_app(cfg), {100: {"partition-id": 0},
+                        101: {"partition-id": 1}}), {"discovery-timeout": 5.0}, cfg)  # fmt: skip
+    assert clean["aggregation"]["few_replies"] == [{"epoch": t, "groups": [[0, 1]]} for t in (0, 1)]
+    assert "no robust rule can tell which is honest" in clean["aggregation"]["few_replies_note"]

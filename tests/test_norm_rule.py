@@ -37,7 +37,10 @@ def test_a_boosted_update_is_rejected_naming_its_ratio_to_the_median():
     assert sorted(ok) == [1, 2, 3, 4]
     (rejection,) = screen.rejected
     assert rejection["client"] == 0
-    assert "update norm 2e+06 is 9.09e+05 times the round's median 2.2" in rejection["reason"]
+    assert (
+        "update norm 2e+06 per local step is 9.09e+05 times the round's median 2.2"
+        in rejection["reason"]
+    )
     assert "norm rule: at most 10 times" in rejection["reason"]
     assert ReplyScreen([50] * 5, norm_limit=0).train(replies, dict.fromkeys(replies, START))[0]
 
@@ -151,3 +154,30 @@ def test_maxfl_reference_replies_pass_the_same_screen():
     assert (1, "unreadable training reply") in reasons
     assert any(c == 2 and "non-finite" in why for c, why in reasons)
     assert all(e is not None for e in r["final"]["client_test_error"])
+
+
+def test_a_silo_with_more_steps_is_judged_per_step():
+    """32x the data, 32x the steps: an honest update 23x the median is not refused."""
+    replies = {0: _reply(23.0), 1: _reply(1.0), 2: _reply(1.2), 3: _reply(0.9), 4: _reply(1.1)}
+    per_step = ReplyScreen([50] * 5, norm_limit=20.0, steps=[32, 1, 1, 1, 1])
+    assert sorted(per_step.train(dict(replies), dict.fromkeys(replies, START))) == [0, 1, 2, 3, 4]
+    raw = ReplyScreen([50] * 5, norm_limit=20.0)  # one step each: the old rule
+    assert sorted(raw.train(dict(replies), dict.fromkeys(replies, START))) == [1, 2, 3, 4]
+
+
+def test_a_big_honest_silo_trains_with_the_federation():
+    cfg = make_config("rotated-digits", "global", 0, epochs=3)
+    clients = build_clients(cfg)
+    c = clients[0]
+    clients[0] = dataclasses.replace(
+        c, x_train=c.x_train.repeat(32, 1, 1, 1), y_train=c.y_train.repeat(32)
+    )
+    result = run_experiment(cfg, progress=False, clients=clients)
+    assert result["sizes"][0] == 32 * result["sizes"][1] and result["rejected"] == []
+
+
+def test_of_two_replies_the_shorter_is_the_reference():
+    screen = ReplyScreen(sizes=[50] * 2, norm_limit=20.0)
+    replies = {0: _reply(1e6), 1: _reply(1.0)}  # the median of two would be 5e5
+    assert sorted(screen.train(replies, dict.fromkeys(replies, START))) == [1]
+    assert "the round's smaller 2" in screen.rejected[0]["reason"]

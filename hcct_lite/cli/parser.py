@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from ..flower.simulation import ENGINES
+from ..schemes.robust import AGGREGATORS
 from ..training.config import SCHEMES
 from ..training.tasks import TASKS
 
@@ -57,8 +58,20 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--norm-limit",
         type=float,
-        help="reject a reply whose update is longer than this many times the round's median "
-        "update norm (default 20; 0 turns the rule off)",
+        help="reject a reply whose update, per local SGD step, is longer than this many times "
+        "the round's median (default 20; 0 turns the rule off)",
+    )
+    p.add_argument(
+        "--aggregator",
+        choices=AGGREGATORS,
+        help="how a group's models become one: mean (FedAvg, the paper's; default) or a "
+        "robust rule (docs/deploy.md)",
+    )
+    p.add_argument(
+        "--clip-factor", type=float, help="robust rules: clip to this x the median (default 4)"
+    )
+    p.add_argument(
+        "--trim-fraction", type=float, help="trimmed-mean: share dropped each side (0.25)"
     )
     p.add_argument("--initial-clients", type=int, help="incoming clients: clients at epoch 0")
     p.add_argument("--new-clients", type=int, help="incoming clients: new ones every 10 epochs")

@@ -145,6 +145,19 @@ class Scheme:
 
     name = "scheme"
     keep_head = False
+    # how members' models become one (a robust.Aggregator; make_scheme sets it): None is
+    # FedAvg, exactly weighted_average
+    aggregator = None
+
+    def average(self, states, starts, weights, sizes, members=()) -> dict:
+        """One model from members' trained ``states`` by the scheme's aggregator.
+
+        ``starts`` (n,) the models they trained from, ``weights`` (n,) aggregation
+        weights, ``sizes`` (n,) their D_i, ``members`` their client ids.
+        """
+        if self.aggregator is None:
+            return weighted_average(states, weights)
+        return self.aggregator.combine(states, starts, weights, sizes, list(members))
 
     def setup(self, server: ServerView) -> None:  # noqa: B027 - optional hook
         """Called once before epoch 0."""
@@ -202,9 +215,10 @@ class GroupScheme(Scheme):
     def aggregate(self, t, server, plan, results):
         out = {}
         for g in plan.groups:
-            model = weighted_average(
-                [results[i].state for i in g], self.weights(g, server, results)
-            )
+            model = self.average(
+                [results[i].state for i in g], [plan.start.get(i) for i in g],
+                self.weights(g, server, results), server.sizes[g], g,
+            )  # fmt: skip
             for i in g:
                 out[i] = self._personal(model, results[i].state, server.head)
         return out

@@ -161,9 +161,10 @@ class MAXFL(Scheme):
         bootstrap = self.global_state is None
         members = sorted(results) if bootstrap else [i for i in results if plan.per_client[i]]
         if members:
-            self.global_state = weighted_average(
-                [results[i].state for i in members], server.sizes[members]
-            )
+            self.global_state = self.average(
+                [results[i].state for i in members], [plan.start.get(i) for i in members],
+                server.sizes[members], server.sizes[members], members,
+            )  # fmt: skip
         if not bootstrap:
             for i in members:
                 out[i] = self.global_state
@@ -216,9 +217,10 @@ class _ClusterModels(Scheme):
         for j in range(len(self.models)):
             members = sorted(i for i, c in choice.items() if j in c)
             if members:
-                self.models[j] = weighted_average(
-                    [results[i].state for i in members], server.sizes[members]
-                )
+                self.models[j] = self.average(
+                    [results[i].state for i in members], [plan.start.get(i) for i in members],
+                    server.sizes[members], server.sizes[members], members,
+                )  # fmt: skip
         return {i: self.client_model(c) for i, c in choice.items()}
 
 

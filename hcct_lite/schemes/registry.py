@@ -5,6 +5,7 @@ from __future__ import annotations
 from .base import Scheme
 from .baselines import FLSC, IFCA, MAXFL, FedFA, Fixed, Global, Independent
 from .hcct import HCCT, HCCTE, HCCTP
+from .robust import Aggregator
 
 __all__ = ["SCHEME_CLASSES", "make_scheme"]
 
@@ -14,11 +15,19 @@ SCHEME_CLASSES = {
 
 
 def make_scheme(name: str, cfg) -> Scheme:
-    """A fresh scheme ``name`` configured from ``cfg`` (a RunConfig).
+    """A fresh scheme ``name`` configured from ``cfg`` (a RunConfig), with its aggregator.
 
     Each scheme takes only its own settings in its constructor; this is the one place
     that reads them from a run's configuration.
     """
+    scheme = _scheme(name, cfg)
+    scheme.aggregator = Aggregator(
+        cfg.aggregator, cfg.clip_factor, cfg.trim_fraction, cfg.batch_size, cfg.local_epochs
+    )
+    return scheme
+
+
+def _scheme(name: str, cfg) -> Scheme:
     if name not in SCHEME_CLASSES:
         raise ValueError(f"unknown scheme {name!r}; choose from {sorted(SCHEME_CLASSES)}")
     if name in ("hcct", "hcct-e", "hcct-p"):

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,10 +57,15 @@ class RunConfig:
     authors_round0: bool = False
     partition: list | None = None  # the "fixed" scheme's groups, e.g. [[0, 1], [2]]
     record_cosines: bool = False  # store each epoch's pairwise update cosines in the history
-    # robust norm rule: a reply whose update is longer than norm_limit x the round's median
-    # update norm, and that is to be averaged with others, is rejected (0 turns it off);
+    # robust norm rule: a reply whose update, per local step, is longer than norm_limit x
+    # the round's median, and that is to be averaged with others, is rejected (0: off);
     # honest FMNIST replies reach 12 x (HCCT-P, late epochs), hence 20
     norm_limit: float = 20.0
+    # how a group's models become one: "mean" (FedAvg, the paper's) or a robust rule of
+    # hcct_lite.schemes.robust; deltas clipped to clip_factor x the median per-step norm
+    aggregator: str = "mean"
+    clip_factor: float = 4.0
+    trim_fraction: float = 0.25  # trimmed-mean: share dropped at each side
     initial_clients: int | None = None  # incoming clients (Fig. 3): clients at epoch 0
     new_clients: int = 0  # ... and this many join every `join_every` epochs
     join_every: int = 10
@@ -140,6 +146,23 @@ def _check_counts(cfg: RunConfig) -> None:
     _check_count("new_clients", cfg.new_clients, 0, cfg.n_clients, clients)
 
 
+def _check_aggregation(cfg: RunConfig) -> None:
+    from ..schemes.robust import AGGREGATORS
+
+    if cfg.aggregator not in AGGREGATORS:
+        raise ValueError(f"aggregator must be one of {', '.join(AGGREGATORS)}; "
+                         f"got {cfg.aggregator!r}")  # fmt: skip
+    if not (_is_number(cfg.clip_factor) and 1 <= cfg.clip_factor < math.inf):
+        raise ValueError(f"clip_factor must be a finite number >= 1 (a multiple of the "
+                         f"median update); got {cfg.clip_factor!r}")  # fmt: skip
+    if not (_is_number(cfg.trim_fraction) and 0 <= cfg.trim_fraction < 0.5):
+        raise ValueError(f"trim_fraction must be in [0, 0.5); got {cfg.trim_fraction!r}")
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool)
+
+
 def validate_config(cfg: RunConfig) -> None:
     """Raise ``ValueError`` naming the first setting of ``cfg`` that is out of range."""
 
@@ -165,6 +188,7 @@ def validate_config(cfg: RunConfig) -> None:
         f"norm_limit must be 0 (off) or a factor >= 2 (below 2, half of an even round could "
         f"be rejected); got {cfg.norm_limit}",
     )
+    _check_aggregation(cfg)
     need(0 < cfg.lr_decay <= 1, f"lr_decay must be in (0, 1]; got {cfg.lr_decay}")
     need(0 < cfg.train_ratio < 1, f"train_ratio must be in (0, 1); got {cfg.train_ratio}")
     need(

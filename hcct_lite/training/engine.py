@@ -18,6 +18,7 @@ from typing_extensions import override
 from ..partition.updates import cosine_matrix
 from ..schemes.base import ServerView
 from ..schemes.registry import make_scheme
+from ..schemes.robust import local_steps
 from .config import RunConfig, arrival_epochs
 from .local import SGDTrainer, clone_state, evaluate, seed_global_stream
 from .models import build_model, head_names
@@ -162,7 +163,9 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         ``best_over_epochs``: each client's lowest error over all epochs, selected on the
         test split as the authors' code reports it), ``status`` (``{"state": "complete"}``, or
         ``"stopped"`` with the ``epoch`` and ``reason``), ``rejected`` (replies refused:
-        ``{client, epoch, reason}``, the norm rule's too), ``provenance``
+        ``{client, epoch, reason}``, the norm rule's too), ``aggregation`` (the
+        aggregator, and the groups too small for its rule:
+        :meth:`~hcct_lite.schemes.robust.Aggregator.record`), ``provenance``
         (code, versions, device, torch threads and CPU kernels:
         :func:`hcct_lite.training.provenance.provenance`) and ``timing``
         (``seconds``, ``epoch_seconds``: the only wall-clock values, so the same command
@@ -175,7 +178,8 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         backend = LocalBackend(
             cfg, build_clients(cfg) if clients is None else clients, model, device
         )
-    screen = ReplyScreen(backend.sizes, cfg.norm_limit)
+    steps = local_steps(backend.sizes, cfg.batch_size, cfg.local_epochs)
+    screen = ReplyScreen(backend.sizes, cfg.norm_limit, steps)
     server = ServerView(
         sizes=np.asarray(backend.sizes, dtype=np.int64),
         init_state=clone_state(model.state_dict()),
@@ -192,7 +196,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
     history, missing, status, epoch_seconds = [], set(), {"state": "complete"}, []
     bar = _progress_bar(cfg) if progress else None
     for t in range(cfg.epochs):
-        screen.epoch = t
+        screen.epoch = scheme.aggregator.epoch = t
         t_epoch = time.perf_counter()
         entry, missing = run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen)
         epoch_seconds.append(time.perf_counter() - t_epoch)
@@ -216,6 +220,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         "final": summarize(history),
         "status": status,
         "rejected": screen.rejected,
+        "aggregation": scheme.aggregator.record(),
         "provenance": provenance(str(device)),
         # wall-clock times apart: two runs of one command differ only inside "timing"
         "timing": {"seconds": time.perf_counter() - t0, "epoch_seconds": epoch_seconds},

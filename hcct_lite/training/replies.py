@@ -25,6 +25,7 @@ __all__ = [
     "update_problem",
     "update_norm",
     "norm_outliers",
+    "norm_reference",
 ]
 
 log = logging.getLogger("hcct_lite")
@@ -142,6 +143,19 @@ def norm_outliers(norms: dict, limit: float) -> list:
     return [i for i, norm in norms.items() if norm > limit * median]
 
 
+def norm_reference(norms: dict) -> tuple:
+    """``(reference, word)``: the median of three or more norms; of fewer, the smallest.
+
+    Of two replies the median is their mean, which a reply 10^6 times longer than the
+    other makes its own; no majority can be told from two, so the shorter one is the
+    reference (and either silo can have the other refused by replying with almost nothing).
+    """
+    values = list(norms.values())
+    if len(values) >= 3:
+        return float(np.median(values)), "median"
+    return float(min(values)), "smaller"
+
+
 class ReplyScreen:
     """Checks a run's replies and keeps the rejections.
 
@@ -149,10 +163,13 @@ class ReplyScreen:
     ----------
     sizes : (N,) samples each silo declared at enrolment
     norm_limit : the robust norm rule's factor (0: off). After the per-reply checks, a
-        reply whose update is longer than ``norm_limit`` times the median norm of the
-        round's accepted updates, and that is to be averaged with others, is rejected
-        too. The median is the round's, so fewer than half of the replies can ever be
-        rejected by the rule: never the honest majority's.
+        reply whose update, per local SGD step, is longer than ``norm_limit`` times the
+        median per-step norm of the round's accepted updates, and that is to be averaged
+        with others, is rejected too. The median is the round's, so fewer than half of
+        three or more replies can ever be rejected by the rule: never the honest
+        majority's. Of two replies the shorter is the reference (:func:`norm_reference`).
+    steps : (N,) local SGD steps of each silo per epoch (default 1 each): dividing by them
+        keeps a silo with more data, whose honest update is longer, from being refused
 
     Attributes
     ----------
@@ -160,9 +177,10 @@ class ReplyScreen:
     epoch : the epoch being screened (the engine sets it)
     """
 
-    def __init__(self, sizes, norm_limit: float = 0.0):
+    def __init__(self, sizes, norm_limit: float = 0.0, steps=None):
         self.sizes = [int(s) for s in sizes]
         self.norm_limit = float(norm_limit)
+        self.steps = [1] * len(self.sizes) if steps is None else [int(s) for s in steps]
         self.rejected, self.epoch = [], 0
 
     def reject(self, client: int, reason: str) -> None:
@@ -195,16 +213,18 @@ class ReplyScreen:
         return self._norm_rule(ok, shared)
 
     def _norm_rule(self, results: dict, shared) -> dict:
-        norms = {i: update_norm(r.update) for i, r in results.items()}
-        median = float(np.median(list(norms.values())))
-        for i in norm_outliers(norms, self.norm_limit):
-            if shared is not None and i not in shared:
+        # every accepted reply is evidence of an honest norm, a loner's too; only those to
+        # be averaged with others are judged
+        per_step = {i: update_norm(r.update) / self.steps[i] for i, r in results.items()}
+        ref, word = norm_reference(per_step)
+        for i in list(per_step):
+            if (shared is not None and i not in shared) or per_step[i] <= self.norm_limit * ref:
                 continue
-            ratio = f"{norms[i] / median:.3g} times" if median > 0 else "above 0, while"
+            ratio = f"{per_step[i] / ref:.3g} times" if ref > 0 else "above 0, while"
             self.reject(
                 i,
-                f"update norm {norms[i]:.3g} is {ratio} the round's median {median:.3g} "
-                f"(norm rule: at most {self.norm_limit:g} times)",
+                f"update norm {per_step[i]:.3g} per local step is {ratio} the round's {word} "
+                f"{ref:.3g} (norm rule: at most {self.norm_limit:g} times)",
             )
             del results[i]
         return results

@@ -6,6 +6,8 @@ as hcct-lite's own ClientApp. Kinds:
 - ``nan``: every float of the model sent back after training is NaN;
 - ``count``: training replies claim 10^12 samples;
 - ``boost``: the training update multiplied by 10^6 (finite);
+- ``flip``: the training update multiplied by -10 (within the norm rule's 20 when the
+  honest updates are about as long as this silo's own);
 - ``free-ride``: training replies send back the model received;
 - ``no-model``: training replies lack their model record;
 - ``no-metrics``: evaluation replies lack their metrics record;
@@ -32,11 +34,12 @@ def _train(kind, msg, reply):
         content["model"] = to_record(bad)
     elif kind == "count":
         content["metrics"]["num-examples"] = 10**12
-    elif kind == "boost":
+    elif kind in ("boost", "flip"):
+        scale = 1e6 if kind == "boost" else -10.0
         start, end = from_record(msg.content["model"]), from_record(content["model"])
-        boosted = {k: start[k] - (start[k] - v) * 1e6 if v.is_floating_point() else v
+        crafted = {k: start[k] - (start[k] - v) * scale if v.is_floating_point() else v
                    for k, v in end.items()}  # fmt: skip
-        content["model"] = to_record(boosted)
+        content["model"] = to_record(crafted)
     elif kind == "free-ride":
         content["model"] = msg.content["model"]
     elif kind == "no-model":

@@ -1,0 +1,219 @@
+"""Robust aggregation: the average of silos' models when a silo may lie.
+
+FedAvg (``mean``, the paper's and the default) takes every trained model at its D-weight:
+one silo that sends a long, sign-flipped update moves the average wherever it likes,
+within any norm bound. The robust aggregators work on each member's *delta*, its trained
+model minus the model it started from, in two stages:
+
+1. **Clip.** Each delta is scaled down to at most ``clip_factor`` times the median
+   *per-step* norm of the group's deltas, times its own local SGD steps. Dividing by the
+   steps (``local_epochs * ceil(D_i / batch_size)``) is what keeps a silo with more data,
+   whose honest update is longer because it took more steps, from being cut short.
+2. **Combine** the clipped deltas, per ``kind``:
+
+   - ``clipped-mean``: their D-weighted mean;
+   - ``trimmed-mean``: coordinate by coordinate, the ``trim_fraction`` largest and
+     smallest values (at least one each side) are dropped and the rest D-weighted (Yin et
+     al., 2018);
+   - ``median``: the coordinate-wise median, unweighted (Yin et al., 2018);
+   - ``centered-clip``: three steps of centred clipping from no movement, each moving by
+     the D-weighted mean of the deltas' distances to the centre clipped to their median
+     (Karimireddy et al., 2021);
+   - ``multi-krum``: the D-weighted mean of the ``n - f`` deltas with the smallest sum of
+     squared distances to their ``n - f - 2`` nearest others, ``f = (n - 3) // 2`` (Blanchard
+     et al., 2017), a baseline.
+
+The group model is then the start model plus the combined delta. Integer entries (batch
+counters) keep the rounded D-weighted average.
+
+**Fewer than three members** (two silos, or a larger federation with the rest silent): no
+rule can tell which of two is honest. The clip then uses the *smaller* per-step norm
+instead of the median, the combination is the clipped D-weighted mean, and the result
+records each such group (:meth:`Aggregator.record`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .base import weighted_average
+
+__all__ = ["AGGREGATORS", "Aggregator", "local_steps", "per_step_norms"]
+
+AGGREGATORS = ("mean", "clipped-mean", "trimmed-mean", "median", "centered-clip", "multi-krum")
+CENTERED_CLIP_STEPS = 3
+
+
+def local_steps(sizes, batch_size: int, local_epochs: int) -> np.ndarray:
+    """(N,) local SGD steps a silo of D_i samples takes in one epoch: ``E * ceil(D_i / B)``."""
+    d = np.asarray(sizes, dtype=np.int64)
+    return local_epochs * np.maximum(1, -(-d // int(batch_size)))
+
+
+def per_step_norms(deltas: list, steps) -> np.ndarray:
+    """(n,) each delta's Euclidean norm over its floating entries, divided by its steps."""
+    norms = [
+        math.sqrt(sum(float(v.double().pow(2).sum()) for v in d.values() if v.is_floating_point()))
+        for d in deltas
+    ]
+    return np.asarray(norms) / np.asarray(steps, dtype=np.float64)
+
+
+class Aggregator:
+    """How a group's models become one, from ``kind`` (one of :data:`AGGREGATORS`).
+
+    Parameters
+    ----------
+    kind : str, ``"mean"`` (FedAvg, exactly :func:`weighted_average`) or a robust rule
+    clip_factor : float, clip each delta to this many times the median per-step norm
+    trim_fraction : float in [0, 0.5), ``trimmed-mean``'s share dropped at each side
+    batch_size, local_epochs : int, the silos' local training (for the steps)
+
+    Attributes
+    ----------
+    few : dict epoch -> groups (lists of client ids) of two, averaged without a robust rule
+    epoch : the epoch being aggregated (the engine sets it)
+    """
+
+    def __init__(self, kind="mean", clip_factor=4.0, trim_fraction=0.25, batch_size=64,
+                 local_epochs=1):  # fmt: skip
+        if kind not in AGGREGATORS:
+            raise ValueError(f"aggregator must be one of {', '.join(AGGREGATORS)}; got {kind!r}")
+        self.kind, self.clip_factor, self.trim_fraction = kind, clip_factor, trim_fraction
+        self.batch_size, self.local_epochs = batch_size, local_epochs
+        self.few, self.epoch = {}, 0
+
+    def combine(self, states: list, starts: list, weights, sizes, members=()) -> dict:
+        """The group's model from its members' trained ``states``.
+
+        ``starts`` (n,) the models they trained from, ``weights`` (n,) their aggregation
+        weights (D_i, or FedFA's), ``sizes`` (n,) their D_i (for the steps), ``members``
+        their client ids (for the record). The combined delta is added to the common
+        start, or to the weighted average of differing starts (FLSC's members, MAXFL's
+        first epoch): where nothing is clipped, ``clipped-mean`` is FedAvg.
+        Returns a state dict.
+        """
+        if self.kind == "mean" or len(states) == 1:
+            return weighted_average(states, weights)
+        w = np.asarray(weights, dtype=np.float64)
+        w = w / w.sum()
+        floats = [k for k, v in states[0].items() if v.is_floating_point()]
+        deltas = [{k: s[k] - st[k] for k in floats} for s, st in zip(states, starts, strict=True)]
+        deltas = self._clipped(deltas, local_steps(sizes, self.batch_size, self.local_epochs))
+        kind = self.kind if len(states) >= 3 else "clipped-mean"
+        if len(states) < 3:
+            self.few.setdefault(self.epoch, []).append([int(i) for i in members])
+        combined = _COMBINE[kind](deltas, w, self)
+        same = all(st is starts[0] for st in starts)
+        base = starts[0] if same else weighted_average(starts, weights)
+        out = weighted_average(states, weights)  # integer entries: the rounded average
+        for k in floats:
+            out[k] = base[k] + combined[k].to(base[k].dtype)
+        return out
+
+    def _clipped(self, deltas: list, steps) -> list:
+        """Each delta scaled to at most ``clip_factor`` x a reference per-step norm x its steps.
+
+        The reference is the median per-step norm, or the smaller of fewer than three.
+        """
+        per = per_step_norms(deltas, steps)
+        bound = self.clip_factor * (float(np.median(per)) if len(deltas) >= 3 else per.min())
+        out = []
+        for d, p in zip(deltas, per, strict=True):
+            scale = min(1.0, bound / p) if p > 0 else 1.0
+            out.append(d if scale == 1.0 else {k: v * scale for k, v in d.items()})
+        return out
+
+    def record(self) -> dict:
+        """The JSON record of the run's aggregation.
+
+        ``aggregator``; where groups of two were averaged, ``few_replies`` (``{epoch,
+        groups}``) and ``few_replies_note``, what the server did with them.
+        """
+        out = {"aggregator": self.kind}
+        if self.few:
+            out["few_replies"] = [{"epoch": e, "groups": g} for e, g in sorted(self.few.items())]
+            out["few_replies_note"] = (
+                f"groups of two replies: no robust rule can tell which is honest; each update "
+                f"was clipped to {self.clip_factor:g} x the smaller one per local step and "
+                f"the two averaged ({self.kind} needs three or more)"
+            )
+        return out
+
+
+def _stack(deltas: list, k: str) -> torch.Tensor:
+    return torch.stack([d[k] for d in deltas])
+
+
+def _weights_like(w, x: torch.Tensor) -> torch.Tensor:
+    return torch.as_tensor(w, dtype=x.dtype, device=x.device).view(-1, *([1] * (x.dim() - 1)))
+
+
+def _mean(deltas, w, agg) -> dict:
+    out = {}
+    for k in deltas[0]:
+        x = _stack(deltas, k)
+        out[k] = (x * _weights_like(w, x)).sum(0)
+    return out
+
+
+def _trimmed_mean(deltas, w, agg) -> dict:
+    n = len(deltas)
+    b = min(max(1, int(agg.trim_fraction * n)), (n - 1) // 2)
+    out = {}
+    for k in deltas[0]:
+        x = _stack(deltas, k)
+        values, order = x.sort(dim=0)
+        ws = torch.as_tensor(w, dtype=x.dtype, device=x.device)[order]  # each value's weight
+        kept, wk = values[b : n - b], ws[b : n - b]
+        out[k] = (kept * wk).sum(0) / wk.sum(0)
+    return out
+
+
+def _median(deltas, w, agg) -> dict:
+    n = len(deltas)
+    out = {}
+    for k in deltas[0]:
+        values = _stack(deltas, k).sort(dim=0).values
+        out[k] = (values[(n - 1) // 2] + values[n // 2]) / 2
+    return out
+
+
+def _centered_clip(deltas, w, agg) -> dict:
+    v = {k: torch.zeros_like(t) for k, t in deltas[0].items()}
+    for _ in range(CENTERED_CLIP_STEPS):
+        diffs = [{k: d[k] - v[k] for k in v} for d in deltas]
+        norms = per_step_norms(diffs, np.ones(len(diffs)))
+        tau = float(np.median(norms))
+        scales = [min(1.0, tau / x) if x > 0 else 1.0 for x in norms]
+        for k in v:
+            v[k] = v[k] + sum(wi * si * d[k] for wi, si, d in zip(w, scales, diffs, strict=True))
+    return v
+
+
+def _multi_krum(deltas, w, agg) -> dict:
+    n = len(deltas)
+    f = (n - 3) // 2
+    gram = torch.zeros(n, n, dtype=torch.float64)
+    for k in deltas[0]:
+        x = _stack(deltas, k).reshape(n, -1).double()
+        gram += (x @ x.T).cpu()
+    sq = torch.diag(gram)
+    dist = (sq[:, None] + sq[None, :] - 2 * gram).clamp(min=0)
+    near = n - f - 2
+    scores = [float(dist[i][torch.arange(n) != i].sort().values[:near].sum()) for i in range(n)]
+    chosen = np.argsort(scores, kind="stable")[: n - f]
+    wc = np.asarray(w)[chosen]
+    return _mean([deltas[i] for i in chosen], wc / wc.sum(), agg)
+
+
+_COMBINE = {
+    "clipped-mean": _mean,
+    "trimmed-mean": _trimmed_mean,
+    "median": _median,
+    "centered-clip": _centered_clip,
+    "multi-krum": _multi_krum,
+}

@@ -1,0 +1,145 @@
+"""Robust aggregation: each rule on hand-made deltas, the setting, and the engine's record."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hcct_lite.schemes.base import weighted_average
+from hcct_lite.schemes.robust import AGGREGATORS, Aggregator, local_steps, per_step_norms
+from hcct_lite.training.config import make_config
+from hcct_lite.training.engine import run_experiment
+
+START = {"w": torch.zeros(3), "n": torch.tensor(4)}
+ROBUST = [a for a in AGGREGATORS if a != "mean"]
+
+
+def _states(deltas, counts=None):
+    counts = counts or [4] * len(deltas)
+    return [{"w": torch.tensor(d, dtype=torch.float32), "n": torch.tensor(c)}
+            for d, c in zip(deltas, counts, strict=True)]  # fmt: skip
+
+
+def _combine(kind, deltas, weights=None, sizes=None, **kw):
+    n = len(deltas)
+    agg = Aggregator(kind, batch_size=10, local_epochs=1, **kw)
+    sizes = [10] * n if sizes is None else sizes
+    out = agg.combine(_states(deltas), [START] * n, weights or [1.0] * n, sizes, range(n))
+    return out["w"].tolist(), agg
+
+
+def test_mean_is_fedavg_bit_for_bit():
+    states = _states([[1, 2, 3], [0.5, 0.1, 7], [2, 2, 2]], counts=[4, 6, 9])
+    got = Aggregator("mean").combine(states, [START] * 3, [5, 1, 2], [5, 1, 2])
+    want = weighted_average(states, [5, 1, 2])
+    assert all(torch.equal(got[k], want[k]) for k in want)
+
+
+def test_local_steps_are_epochs_times_batches():
+    assert local_steps([1, 64, 65, 3584], 64, 5).tolist() == [5, 5, 10, 280]
+
+
+def test_a_long_update_is_clipped_to_a_multiple_of_the_median_per_step():
+    honest = [[3, 0, 0]] * 4
+    got, _ = _combine("clipped-mean", honest + [[-1e6, 0, 0]], clip_factor=2.0)
+    assert got[0] == pytest.approx((4 * 3 - 6) / 5)  # clipped to -6, then averaged
+
+
+def test_a_silo_with_more_steps_is_not_cut_short():
+    # silo 4 holds 8x the data: 8x the steps, and an update 8x as long per its steps
+    deltas = [[1, 0, 0]] * 4 + [[8, 0, 0]]
+    got, _ = _combine("clipped-mean", deltas, sizes=[10] * 4 + [80], clip_factor=2.0)
+    assert got[0] == pytest.approx(12 / 5)  # nothing clipped
+    assert per_step_norms([{"w": torch.ones(4)}], [4]).tolist() == [0.5]
+
+
+def test_trimmed_mean_drops_the_extremes_of_each_coordinate():
+    deltas = [[1, 10, 0], [2, 20, 0], [3, 30, 0], [4, 40, 0], [100, -100, 0]]
+    got, _ = _combine("trimmed-mean", deltas, clip_factor=1e9, trim_fraction=0.2)
+    assert got[:2] == pytest.approx([3.0, 20.0])  # 2, 3, 4 and 10, 20, 30 kept
+
+
+def test_trimmed_mean_weighs_what_it_keeps_by_d():
+    deltas = [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0], [9, 0, 0]]
+    got, _ = _combine("trimmed-mean", deltas, weights=[1, 1, 3, 1, 1], clip_factor=1e9,
+                      trim_fraction=0.2)  # fmt: skip
+    assert got[0] == pytest.approx((1 + 3 * 2 + 3) / 5)
+
+
+@pytest.mark.parametrize(("values", "median"), [([1, 5, 2], 2), ([1, 5, 2, 4], 3)])
+def test_median_is_coordinate_wise(values, median):
+    got, _ = _combine("median", [[v, -v, 0] for v in values], clip_factor=1e9)
+    assert got[:2] == pytest.approx([median, -median])
+
+
+def test_centered_clip_and_multi_krum_hold_against_a_stretched_flip():
+    honest = [[1.0 + 0.01 * i, 1.0, 0.0] for i in range(7)]
+    for kind in ("centered-clip", "multi-krum", "trimmed-mean", "median"):
+        got, _ = _combine(kind, honest + [[-18.0, -18.0, 0.0]])
+        assert got[0] > 0.5 and got[1] > 0.5, kind  # still the honest direction
+    got, _ = _combine("mean", honest + [[-18.0, -18.0, 0.0]])
+    assert got[0] < 0  # FedAvg is turned around
+
+
+def test_multi_krum_keeps_the_n_minus_f_closest():
+    deltas = [[1, 0, 0], [1.1, 0, 0], [0.9, 0, 0], [1.05, 0, 0], [50, 0, 0], [-50, 0, 0], [1, 0, 0]]
+    got, _ = _combine("multi-krum", deltas, clip_factor=1e9)  # n = 7, f = 2: 5 kept
+    assert got[0] == pytest.approx((1 + 1.1 + 0.9 + 1.05 + 1) / 5)
+
+
+@pytest.mark.parametrize("kind", ROBUST)
+def test_two_replies_are_clipped_to_the_smaller_and_recorded(kind):
+    got, agg = _combine(kind, [[1, 0, 0], [-1e6, 0, 0]], clip_factor=4.0)
+    assert got[0] == pytest.approx((1 - 4) / 2)
+    record = agg.record()
+    assert record["aggregator"] == kind
+    assert record["few_replies"] == [{"epoch": 0, "groups": [[0, 1]]}]
+    assert "no robust rule can tell which is honest" in record["few_replies_note"]
+
+
+@pytest.mark.parametrize("kind", ROBUST)
+def test_integer_entries_keep_the_rounded_weighted_average(kind):
+    states = _states([[1, 0, 0], [2, 0, 0], [3, 0, 0]], counts=[2, 4, 9])
+    agg = Aggregator(kind, batch_size=10)
+    out = agg.combine(states, [START] * 3, [1, 1, 1], [10, 10, 10])
+    assert out["n"].item() == 5 and out["n"].dtype == torch.int64
+
+
+def test_the_settings_are_validated_naming_each():
+    with pytest.raises(ValueError, match="aggregator must be one of mean, clipped-mean"):
+        make_config("rotated-digits", "global", aggregator="krum")
+    for bad in (0.5, math.nan, math.inf, "4"):
+        with pytest.raises(ValueError, match="clip_factor must be a finite number >= 1"):
+            make_config("rotated-digits", "global", clip_factor=bad)
+    for bad in (0.5, -0.1, math.nan):
+        with pytest.raises(ValueError, match="trim_fraction must be in"):
+            make_config("rotated-digits", "global", trim_fraction=bad)
+    assert make_config("rotated-digits", "global").aggregator == "mean"
+
+
+def test_the_engine_records_the_aggregator_and_small_groups():
+    cfg = make_config("rotated-digits", "global", 0, epochs=2, n_clients=2, aggregator="median")
+    r = run_experiment(cfg, progress=False)
+    assert r["aggregation"]["aggregator"] == "median"
+    assert r["aggregation"]["few_replies"] == [{"epoch": t, "groups": [[0, 1]]} for t in (0, 1)]
+    plain = run_experiment(make_config("rotated-digits", "global", 0, epochs=2), progress=False)
+    assert plain["aggregation"] == {"aggregator": "mean"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.floats(-10, 10), min_size=3, max_size=3), min_size=5, max_size=9),
+    st.lists(st.lists(st.floats(-1e6, 1e6), min_size=3, max_size=3), min_size=1, max_size=2),
+    st.sampled_from(["trimmed-mean", "median"]),
+)
+def test_coordinate_rules_stay_within_the_honest_range(honest, liars, kind):
+    """With at most as many liars as the rule trims, every coordinate stays honest."""
+    deltas = honest + liars  # 6 to 11 members, trim 0.25: at least 1 (2 from 8) each side
+    if kind == "trimmed-mean" and len(liars) > max(1, int(0.25 * len(deltas))):
+        return
+    got, _ = _combine(kind, deltas, clip_factor=1e12)
+    h = np.array(honest)
+    assert (np.array(got) >= h.min(0) - 1e-3).all() and (np.array(got) <= h.max(0) + 1e-3).all()
