@@ -117,3 +117,20 @@ def test_bad_arguments_exit_2_with_one_line(fresh, tmp_path, capsys):
         out, err = capsys.readouterr()
         assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
         assert "reproduces" not in out
+
+
+def test_only_the_kernel_variables_a_file_names_are_set_and_checked(fresh, tmp_path):
+    r = json.loads(fresh.read_text())
+    prov = r["provenance"]
+    # a label this CPU may lack beside a pinned kernel env that any x86-64 CPU runs, and a
+    # variable that is not a kernel setting: the rerun pins default kernels, ignores the rest
+    prov["cpu_capability"] = "avx512"
+    prov["cpu_kernel_env"] = dict(
+        ATEN_CPU_CAPABILITY="default", MKL_CBWR="COMPATIBLE", ONEDNN_MAX_CPU_ISA="SSE41",
+        LD_PRELOAD="/nonexistent.so",
+    )  # fmt: skip
+    odd = tmp_path / "odd-provenance.json"
+    odd.write_text(json.dumps(r))
+    done = _verify(str(odd))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "(default kernels, " in done.stdout and "reproduces (same groups" in done.stdout

@@ -55,8 +55,10 @@ def rerun(result: dict, capability: str | None = None, threads: int | None = Non
     if capability:
         env = kernel_env(capability, env)
     elif isinstance(prov.get("cpu_kernel_env"), dict) and prov["cpu_kernel_env"]:
-        env.update({k: str(v) for k, v in prov["cpu_kernel_env"].items() if k in KERNEL_VARIABLES})
-        capability = prov.get("cpu_capability")
+        pinned = {k: str(v) for k, v in prov["cpu_kernel_env"].items() if k in KERNEL_VARIABLES}
+        env.update(pinned)  # any other variable a file names is not ours to set
+        # the kernels the rerun pins are the ones to check for, not a label beside them
+        capability = pinned.get("ATEN_CPU_CAPABILITY") or prov.get("cpu_capability")
     elif prov.get("cpu_capability"):
         capability = env["ATEN_CPU_CAPABILITY"] = prov["cpu_capability"]
     env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
