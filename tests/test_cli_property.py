@@ -16,7 +16,8 @@ BAD += [("--train-ratio", v) for v in ("0", "1", "nan", "-0.5")]
 BAD += [("--seed", str(2**32)), ("--seed", str(2**70)), ("--seed", "-1")]
 # counts far beyond what a task can use: one line at once, not an overflow or hours of memory
 BAD += [(o, "99999999999999999999") for o in INT_OPTIONS]
-BAD += [("--samples", "99999999999999999999"), ("--lr", "1e-30")]
+BAD += [("--samples", "99999999999999999999"), ("--lr", "1e-30"), ("--lr", "1e20")]
+BAD += [("--lr", "99999999999999999999"), ("--clip-factor", "0.5"), ("--trim-fraction", "0.5")]
 
 
 def _name(option):

@@ -6,6 +6,7 @@ serialized as over the wire): hcct-lite's ClientApp with the poisoning mod of
 :func:`~hcct_lite.flower.server.run_on_grid` on the other side.
 """
 
+import json
 import sys
 from pathlib import Path
 
@@ -173,3 +174,27 @@ def test_two_silos_are_averaged_without_a_robust_rule_and_the_result_says_so():
                         101: {"partition-id": 1}}), {"discovery-timeout": 5.0}, cfg)  # fmt: skip
     assert clean["aggregation"]["few_replies"] == [{"epoch": t, "groups": [[0, 1]]} for t in (0, 1)]
     assert "no robust rule can tell which is honest" in clean["aggregation"]["few_replies_note"]
+
+
+def test_a_deployed_serverapp_whose_experiment_stopped_fails_after_writing_it(tmp_path):
+    from flwr.app import Context, RecordDict
+
+    from hcct_lite.flower.server import make_server_app
+
+    cfg = make_config("rotated-digits", "global", 0, epochs=2, n_clients=3)
+    nodes = {100 + i: {"partition-id": i, "poison": "nan"} for i in range(3)}
+    grid = InlineGrid(make_client_app(cfg, mods=[poison]), nodes)
+    out = tmp_path / "stopped.json"
+    run_config = {"discovery-timeout": 5.0, "json-out": str(out)}
+    context = Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
+                      run_config=run_config)  # fmt: skip
+    app = make_server_app(cfg, fail_when_stopped=True)
+    with pytest.raises(RuntimeError, match="the experiment stopped in epoch 0: no client answered"):
+        app(grid, context)
+    stored = json.loads(out.read_text())
+    assert stored["status"]["state"] == "stopped" and len(stored["rejected"]) == 3
+    # the simulation's app reports instead of failing: flower-sim prints the reason itself
+    grid = InlineGrid(make_client_app(cfg, mods=[poison]), nodes)
+    quiet = make_server_app(cfg)
+    quiet(grid, context)
+    assert quiet.last_result["status"]["state"] == "stopped"

@@ -74,6 +74,24 @@ def test_a_refused_submission_names_flwrs_reason():
     assert calls == ["run"]  # no connection to the SuperLink is opened for a refused run
 
 
+def test_a_refusal_over_several_lines_is_kept_whole():
+    body = {"success": False, "error-message": "Loading the ClientApp failed: module\n"
+            "'hcct_flower_app' has no attribute 'client_app'. Check the\nattribute."}  # fmt: skip
+
+    def runner(args, **_):
+        return SimpleNamespace(returncode=1, stdout=json.dumps(body), stderr="")
+
+    with pytest.raises(RuntimeError) as err:
+        submit_and_wait("app", "fed", runner=runner, status_reader=None)
+    assert "has no attribute 'client_app'. Check the attribute." in str(err.value)
+
+
+def test_a_failed_run_says_what_failing_can_mean():
+    runner, status_reader, _ = fake_flwr(["finished:failed"])
+    got, message = submit_and_wait("app", "fed", runner=runner, status_reader=status_reader)
+    assert got == 1 and "the experiment stopped early: no silo answered acceptably" in message
+
+
 def test_a_superlink_that_stops_answering_is_a_sentence_and_the_connection_is_closed():
     runner, status_reader, calls = fake_flwr(["unreachable"])
     clock = Clock()

@@ -81,6 +81,26 @@ def test_errors_and_probes_out_of_range_are_rejected():
     assert len(screen.rejected) == 5 + 4  # a silent client (None) is not a rejection
 
 
+def test_an_overflowing_model_is_the_worst_on_a_probe_not_the_best():
+    """A model of 1e37 weights: its logits overflow, and float32 could read its loss as 0."""
+    from torch import nn
+
+    from hcct_lite.training.local import evaluate
+
+    model = nn.Linear(4, 3)
+    x, y = torch.randn(16, 4), torch.randint(0, 3, (16,))
+    huge = {k: torch.full_like(v, 1e37) for k, v in model.state_dict().items()}
+    assert evaluate(model, huge, x, y)[0] == math.inf
+    big = {k: v * 1e33 for k, v in model.state_dict().items()}  # finite logits beyond 1e30
+    assert evaluate(model, big, x, y)[0] == math.inf
+    loss, error = evaluate(model, {k: v * 0 for k, v in huge.items()}, x, y)
+    assert loss == pytest.approx(math.log(3)) and 0 <= error <= 100
+    screen = ReplyScreen(sizes=[10, 10])
+    probe = screen.probe(lambda i, state: (math.inf, 0.3) if i == 0 else (-math.inf, 0.3))
+    assert probe(0, None) == (math.inf, 0.3) and probe(1, None) is None
+    assert [r["client"] for r in screen.rejected] == [1]
+
+
 class PoisonBackend:
     """A LocalBackend whose client 2 sends NaN weights in epoch 1 and client 3 a -50 % error."""
 
@@ -148,6 +168,16 @@ def test_a_run_with_nobody_answering_stops_with_a_status_and_keeps_its_history()
     assert r["status"] == {"state": "stopped", "epoch": 1, "reason": "no client answered"}
     assert len(r["history"]) == 2 and np.isfinite(r["final"]["mean"])  # from epoch 0
     assert _report_run("rotated-digits", r) == 1
+
+
+def test_a_stopped_run_points_at_its_json_only_where_one_was_written(capsys):
+    from hcct_lite.cli.commands import report_run
+
+    stopped = {"status": {"state": "stopped", "epoch": 0, "reason": "no client answered"}}
+    assert report_run("x", stopped) == 1
+    assert "(add --json PATH to keep the partial result)" in capsys.readouterr().err
+    assert report_run("x", stopped, "out/run.json") == 1
+    assert "(the partial result is in out/run.json)" in capsys.readouterr().err
 
 
 class LiarBackend(SilentBackend):

@@ -90,6 +90,11 @@ def test_a_silo_trains_once_per_epoch_and_repeated_training_refills_no_evaluatio
     assert "at most 1 evaluation" in _send(grid, "evaluate", start, split="test").error.reason
     assert not _send(grid, "train", start, lr=0.1, epoch=1).has_error()  # a new epoch
     assert not _send(grid, "evaluate", start, split="test").has_error()
+    # fresh numbers past the run's end neither train nor refill the budget
+    for epoch in (CFG.epochs, 10_000):
+        beyond = _send(grid, "train", start, lr=0.1, epoch=epoch)
+        assert f"epoch {epoch} is beyond this run's {CFG.epochs} epochs" in beyond.error.reason
+    assert "at most 1 evaluation" in _send(grid, "evaluate", start, split="test").error.reason
 
 
 @pytest.mark.parametrize(
@@ -136,13 +141,14 @@ def test_silos_receive_only_the_settings_they_need():
 
 def test_within_every_guard_ten_training_messages_still_read_the_label_histogram():
     # a leak docs/deploy.md admits: lr 1e-4 is inside the default lr-range, and each
-    # "always class c" model goes out under a fresh epoch number, so no guard refuses it
+    # "always class c" model goes out under a fresh epoch number of the run's 30, so no
+    # guard refuses it
     model = build_model(CFG.model)
     data = build_clients(CFG)[0]
     grid = _grid()
     read = []
     for c in range(10):
-        reply = _send(grid, "train", _always(model, c), lr=1e-4, epoch=10_000 + c)
+        reply = _send(grid, "train", _always(model, c), lr=1e-4, epoch=c)
         assert not reply.has_error()
         read.append(float(reply.content["metrics"]["train-acc"]))
     truth = np.bincount(data.y_train.numpy(), minlength=10) / data.y_train.numel()

@@ -97,6 +97,11 @@ def test_bad_arguments_exit_2_with_one_line(fresh, tmp_path, capsys):
         ("seed", {"seed": 2**40}, "its config is not one a run accepts"),
         ("lr", {"lr": float("nan")}, "lr must be a finite number > 0"),
         ("batch", {"batch_size": 0}, "batch_size"),
+        # bounds checked before any rerun: these once ran for minutes or filled the memory
+        ("local", {"local_epochs": 1_000_000}, "local_epochs must be in [1, 10000]"),
+        ("k2e6", {"cluster_models": 2_000_000}, "cluster_models must be in [1, 8]"),
+        ("lr1e20", {"lr": 1e20}, "lr 1e+20 is too large"),
+        ("agg", {"aggregator": "krum"}, "aggregator must be one of"),
     ]:
         bad = json.loads(json.dumps(fields))
         bad["config"].update(change)

@@ -82,15 +82,21 @@ def _reproduce(args) -> int:
     return 0
 
 
-def report_run(label: str, r: dict) -> int:
-    """Print one run's outcome; 0 if it completed, 1 (with the reason) if it stopped."""
+def report_run(label: str, r: dict, json_path: str | None = None) -> int:
+    """Print one run's outcome; 0 if it completed, 1 (with the reason) if it stopped.
+
+    ``json_path``: where the result was written (None: nowhere, and the message says how
+    to keep a partial result next time).
+    """
     for rej in r.get("rejected", []):
         print(f"rejected: epoch {rej['epoch']}, client {rej['client']}: {rej['reason']}")
     status = r.get("status", {"state": "complete"})
     if status["state"] != "complete":
+        kept = (f"the partial result is in {json_path}" if json_path
+                else "add --json PATH to keep the partial result")  # fmt: skip
         print(
             f"hcct-lite: error: {label} stopped in epoch {status['epoch']}: {status['reason']} "
-            "(the partial result is in the JSON)",
+            f"({kept})",
             file=sys.stderr,
         )
         return 1
@@ -145,7 +151,7 @@ def _run(args) -> int:
     r = run_one(
         args.task, args.scheme, args.seed, args.json, progress=not args.quiet, **_settings(args)
     )
-    return report_run(f"{args.task} / {args.scheme} / seed {args.seed}", r)
+    return report_run(f"{args.task} / {args.scheme} / seed {args.seed}", r, args.json)
 
 
 def _flower_sim(args) -> int:
@@ -161,7 +167,7 @@ def _flower_sim(args) -> int:
     cfg = make_config(args.task, args.scheme, args.seed, **overrides)
     r = run_flower_simulation(cfg, args.json, engine=args.engine, ray_address=args.ray_address)
     return report_run(
-        f"{args.task} / {args.scheme} / seed {args.seed} on Flower ({args.engine})", r
+        f"{args.task} / {args.scheme} / seed {args.seed} on Flower ({args.engine})", r, args.json
     )
 
 

@@ -58,8 +58,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--norm-limit",
         type=float,
-        help="reject a reply whose update, per local SGD step, is longer than this many times "
-        "the round's median (default 20; 0 turns the rule off)",
+        help="reject a reply whose update is longer than this many times the round's median, "
+        "both as it stands and per local SGD step (default 20; 0 turns the rule off)",
     )
     p.add_argument(
         "--aggregator",

@@ -9,9 +9,10 @@ HCCT-P's personal head stays in the node's context between rounds.
 A silo guards itself with its node config (docs/deploy.md, "What a server can learn"):
 
 - ``max-evaluations`` (0, the default, sets no cap): evaluations answered per training
-  epoch; only training for a new, later epoch starts a new budget;
-- one training per epoch number: a second training request for an epoch already trained
-  is refused (ten requests at learning rate 0 would read the training accuracy ten times);
+  epoch; only training for a new, later epoch of the run starts a new budget;
+- one training per epoch number, and none beyond the run's epochs: a second training
+  request for an epoch already trained is refused (ten requests at learning rate 0 would
+  read the training accuracy ten times), and so is an epoch number past the run's end;
 - ``lr-range`` (default ``"1e-4 1"``), ``batch-size-range`` (``"8 1024"``) and
   ``max-local-epochs`` (20): training settings outside them are refused.
 
@@ -72,8 +73,9 @@ def _range(context: Context, key: str, default: str) -> tuple:
 def _check_training(cfg, lr: float, epoch: int, context: Context) -> None:
     """Refuse a training request outside the silo's bounds, or for an epoch already trained.
 
-    Training for a new, later epoch starts a new evaluation budget; MAXFL's reference
-    rounds (negative epochs) and repeated epochs do not.
+    Training for a new, later epoch of the run starts a new evaluation budget; MAXFL's
+    reference rounds (negative epochs) and repeated epochs do not, and an epoch number at
+    or past the run's ``epochs`` is refused.
     """
     low, high = _range(context, "lr-range", "1e-4 1")
     if not low <= lr <= high:
@@ -89,6 +91,10 @@ def _check_training(cfg, lr: float, epoch: int, context: Context) -> None:
     most = _whole(context, "max-local-epochs", 20)
     if cfg.local_epochs > most:
         raise PermissionError(f"{cfg.local_epochs} local epochs; this silo runs at most {most}")
+    if epoch >= cfg.epochs:  # a fresh number beyond the run would refill the budget
+        raise PermissionError(
+            f"epoch {epoch} is beyond this run's {cfg.epochs} epochs (0..{cfg.epochs - 1})"
+        )
     seen = (
         [int(e) for e in context.state["trained"]["epochs"]] if "trained" in context.state else []
     )

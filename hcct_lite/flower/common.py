@@ -34,12 +34,12 @@ _DEFAULT_IF_NOT_POSITIVE = {
 
 
 # What a silo needs to train and evaluate: the model, its data's place in the federation
-# (simulation silos rebuild it from these), the local training and the scheme's name (HCCT-P
-# keeps its head). The server's own settings (alpha, epochs, its data location, ...) stay
-# with the server.
+# (simulation silos rebuild it from these), the local training, the scheme's name (HCCT-P
+# keeps its head) and the run's length (a silo trains no epoch beyond it). The server's
+# own settings (alpha, its data location, ...) stay with the server.
 SILO_FIELDS = (
     "task", "scheme", "seed", "model", "dataset", "domains", "n_clients", "samples",
-    "train_ratio", "batch_size", "local_epochs",
+    "train_ratio", "batch_size", "local_epochs", "epochs",
 )  # fmt: skip
 
 

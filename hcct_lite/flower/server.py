@@ -320,11 +320,14 @@ def run_on_grid(grid: Grid, run_config: dict, cfg=None, round_timeout=None) -> d
     return result
 
 
-def make_server_app(cfg=None, json_path=None, round_timeout=None) -> ServerApp:
+def make_server_app(cfg=None, json_path=None, round_timeout=None, fail_when_stopped=False):
     """Build a ServerApp running ``cfg`` (or the run config's experiment).
 
     The result JSON goes to ``json_path`` (or the run config's ``json-out``) and to the
-    app's ``last_result``.
+    app's ``last_result``. With ``fail_when_stopped`` (the deployed app) a run that stopped
+    early (no silo answered acceptably in an epoch) ends the ServerApp with an error after
+    its result is written, so that Flower, ``flwr ls`` and ``hcct-lite flower-run`` report
+    it failed rather than completed.
     """
     app = ServerApp()
     app.last_result = None
@@ -336,8 +339,14 @@ def make_server_app(cfg=None, json_path=None, round_timeout=None) -> ServerApp:
         if path:
             write_json(str(path), result)
         app.last_result = result
+        status = result["status"]
+        if fail_when_stopped and status["state"] != "complete":
+            kept = f"; the partial result is in {path}" if path else ""
+            raise RuntimeError(
+                f"the experiment stopped in epoch {status['epoch']}: {status['reason']}{kept}"
+            )
 
     return app
 
 
-app = make_server_app()
+app = make_server_app(fail_when_stopped=True)

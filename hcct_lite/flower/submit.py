@@ -38,8 +38,9 @@ def _json_of(proc, what: str) -> dict:
     except json.JSONDecodeError:
         data = {}
     if proc.returncode != 0 or not data.get("success"):
-        detail = (data.get("error-message") or proc.stderr or text).strip().splitlines()
-        raise RuntimeError(f"{what} failed: {detail[-1] if detail else 'no output'}")
+        # the whole message: its last line alone can be a fragment ("attribute.")
+        detail = " ".join((data.get("error-message") or proc.stderr or text).split())
+        raise RuntimeError(f"{what} failed: {detail[:600] or 'no output'}")
     return data
 
 
@@ -65,6 +66,13 @@ def flower_status_reader(federation: str):
         return f"{state.status}:{state.sub_status}" if state.sub_status else state.status
 
     return status_of, client.close
+
+
+FAILED_HOW = (
+    " (the ServerApp failed, or the experiment stopped early: no silo answered acceptably in "
+    "an epoch; the SuperLink's log says which, and a stopped run's partial result is in the "
+    "run config's json-out)"
+)
 
 
 def submit_and_wait(
@@ -108,7 +116,8 @@ def submit_and_wait(
                                        f"{failed} times in a row: {err}") from err  # fmt: skip
             if status.startswith("finished"):
                 ok = status.endswith(":completed")
-                return (0 if ok else 1), f"run {run_id}: {status}"
+                why = "" if ok else FAILED_HOW
+                return (0 if ok else 1), f"run {run_id}: {status}{why}"
             sleep(poll)
     finally:
         close()

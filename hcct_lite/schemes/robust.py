@@ -5,10 +5,11 @@ one silo that sends a long, sign-flipped update moves the average wherever it li
 within any norm bound. The robust aggregators work on each member's *delta*, its trained
 model minus the model it started from, in two stages:
 
-1. **Clip.** Each delta is scaled down to at most ``clip_factor`` times the median
-   *per-step* norm of the group's deltas, times its own local SGD steps. Dividing by the
-   steps (``local_epochs * ceil(D_i / batch_size)``) is what keeps a silo with more data,
-   whose honest update is longer because it took more steps, from being cut short.
+1. **Clip.** Each delta is scaled down to at most ``clip_factor`` times the larger of the
+   group's median norm and its median *per-step* norm times the member's own local SGD
+   steps (``local_epochs * ceil(D_i / batch_size)``): a silo with more data, whose honest
+   update is longer because it took more steps, is not cut short, nor a silo with few
+   steps, whose update per step is longer.
 2. **Combine** the clipped deltas, per ``kind``:
 
    - ``clipped-mean``: their D-weighted mean;
@@ -27,8 +28,8 @@ The group model is then the start model plus the combined delta. Integer entries
 counters) keep the rounded D-weighted average.
 
 **Fewer than three members** (two silos, or a larger federation with the rest silent): no
-rule can tell which of two is honest. The clip then uses the *smaller* per-step norm
-instead of the median, the combination is the clipped D-weighted mean, and the result
+rule can tell which of two is honest. The clip then uses the *smaller* norms instead of
+the medians, the combination is the clipped D-weighted mean, and the result
 records each such group (:meth:`Aggregator.record`).
 """
 
@@ -115,15 +116,21 @@ class Aggregator:
         return out
 
     def _clipped(self, deltas: list, steps) -> list:
-        """Each delta scaled to at most ``clip_factor`` x a reference per-step norm x its steps.
+        """Each delta scaled to at most ``clip_factor`` x the larger of two references.
 
-        The reference is the median per-step norm, or the smaller of fewer than three.
+        The median norm, and the median per-step norm times the member's own steps (of
+        fewer than three, the smaller instead of the median): a silo with many steps is
+        not cut short for its long honest update, nor one with few for its per-step size.
         """
+        steps = np.asarray(steps, dtype=np.float64)
         per = per_step_norms(deltas, steps)
-        bound = self.clip_factor * (float(np.median(per)) if len(deltas) >= 3 else per.min())
+        raw = per * steps
+        pick = np.median if len(deltas) >= 3 else np.min
+        ref, ref_step = float(pick(raw)), float(pick(per))
         out = []
-        for d, p in zip(deltas, per, strict=True):
-            scale = min(1.0, bound / p) if p > 0 else 1.0
+        for d, norm, s in zip(deltas, raw, steps, strict=True):
+            bound = self.clip_factor * max(ref, ref_step * s)
+            scale = min(1.0, bound / norm) if norm > 0 else 1.0
             out.append(d if scale == 1.0 else {k: v * scale for k, v in d.items()})
         return out
 
@@ -138,8 +145,9 @@ class Aggregator:
             out["few_replies"] = [{"epoch": e, "groups": g} for e, g in sorted(self.few.items())]
             out["few_replies_note"] = (
                 f"groups of two replies: no robust rule can tell which is honest; each update "
-                f"was clipped to {self.clip_factor:g} x the smaller one per local step and "
-                f"the two averaged ({self.kind} needs three or more)"
+                f"was clipped to {self.clip_factor:g} x the smaller one (as it stands, or per "
+                f"local step times its own steps) and the two averaged ({self.kind} needs "
+                f"three or more)"
             )
         return out
 

@@ -57,8 +57,9 @@ class RunConfig:
     authors_round0: bool = False
     partition: list | None = None  # the "fixed" scheme's groups, e.g. [[0, 1], [2]]
     record_cosines: bool = False  # store each epoch's pairwise update cosines in the history
-    # robust norm rule: a reply whose update, per local step, is longer than norm_limit x
-    # the round's median, and that is to be averaged with others, is rejected (0: off);
+    # robust norm rule: a reply whose update is longer than norm_limit x the round's median,
+    # as it stands and per local step, and that is to be averaged with others, is rejected
+    # (0: off);
     # honest FMNIST replies reach 12 x (HCCT-P, late epochs), hence 20
     norm_limit: float = 20.0
     # how a group's models become one: "mean" (FedAvg, the paper's) or a robust rule of
@@ -122,6 +123,9 @@ COUNT_LIMITS = {
 # Below this, a step of a float32 weight of size 1e-2 rounds away for gradients up to
 # about 0.1: the model comes back unchanged and every update is zero.
 MIN_LR = 1e-8
+# Above this plain SGD is no longer training: at lr 10 the rotated digits already end at
+# chance, and at 1e20 every reply overflows float32 and is rejected.
+MAX_LR = 100.0
 
 
 def _check_count(name: str, value, low: int, high: int, why: str = "") -> None:
@@ -178,6 +182,12 @@ def validate_config(cfg: RunConfig) -> None:
     )
     need(np.isfinite(cfg.alpha) and cfg.alpha >= 0, f"alpha must be >= 0; got {cfg.alpha}")
     need(np.isfinite(cfg.lr) and cfg.lr > 0, f"lr must be a finite number > 0; got {cfg.lr}")
+    need(
+        cfg.lr <= MAX_LR,
+        f"lr {cfg.lr} is too large: one SGD step moves each weight by lr x its gradient, and "
+        f"above {MAX_LR:g} that diverges (at 1e20 every reply overflows float32); use lr <= "
+        f"{MAX_LR:g}",
+    )
     need(
         cfg.lr >= MIN_LR,
         f"lr {cfg.lr} is too small: float32 weights would not change and every update would "

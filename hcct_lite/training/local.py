@@ -213,6 +213,10 @@ def _has_batchnorm(model: nn.Module) -> bool:
     return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
 
 
+# Logits this large are an overflowing model's, not a trained one's (float32 ends at 3e38)
+LOGIT_LIMIT = 1e30
+
+
 @torch.no_grad()
 def evaluate(
     model: nn.Module,
@@ -223,17 +227,24 @@ def evaluate(
 ) -> tuple:
     """Return ``(mean loss, error in %)`` of ``state`` on ``(x, y)`` in eval mode.
 
-    ``state`` None evaluates the weights ``model`` already holds (no reload).
+    ``state`` None evaluates the weights ``model`` already holds (no reload). A model whose
+    outputs overflow (non-finite, or beyond :data:`LOGIT_LIMIT`, where float32's softmax
+    reads a wrong answer as certain and its loss can come out 0) has loss ``inf``: it is
+    the worst model, never the best one a client may pick.
     """
     if state is not None:
         load_state(model, state)
     set_mode(model, training=False)
     device = next(model.parameters()).device
     loss = wrong = 0.0
+    overflow = False
     for s in range(0, y.shape[0], batch_size):
         xb, yb = x[s : s + batch_size].to(device), y[s : s + batch_size].to(device)
         out = model(xb)
+        # one reduction for both checks: NaN and inf propagate through the max of |out|
+        top = float(out.abs().max())
+        overflow = overflow or not math.isfinite(top) or top > LOGIT_LIMIT
         loss += float(nn.functional.cross_entropy(out, yb, reduction="sum"))
         wrong += float((out.argmax(1) != yb).sum())
     n = max(int(y.shape[0]), 1)
-    return loss / n, 100.0 * wrong / n
+    return (math.inf if overflow else loss / n), 100.0 * wrong / n

@@ -163,13 +163,14 @@ class ReplyScreen:
     ----------
     sizes : (N,) samples each silo declared at enrolment
     norm_limit : the robust norm rule's factor (0: off). After the per-reply checks, a
-        reply whose update, per local SGD step, is longer than ``norm_limit`` times the
-        median per-step norm of the round's accepted updates, and that is to be averaged
-        with others, is rejected too. The median is the round's, so fewer than half of
-        three or more replies can ever be rejected by the rule: never the honest
-        majority's. Of two replies the shorter is the reference (:func:`norm_reference`).
-    steps : (N,) local SGD steps of each silo per epoch (default 1 each): dividing by them
-        keeps a silo with more data, whose honest update is longer, from being refused
+        reply whose update is longer than ``norm_limit`` times the median norm of the
+        round's accepted updates, and also longer than that per local SGD step, and that
+        is to be averaged with others, is rejected too. The median is the round's, so
+        fewer than half of three or more replies can ever be rejected by the rule: never
+        the honest majority's. Of two replies the shorter is the reference (:func:`norm_reference`).
+    steps : (N,) local SGD steps of each silo per epoch (default 1 each): the per-step test
+        keeps a silo with more data, whose honest update is longer, from being refused, and
+        the plain one a silo with few steps, whose update per step is longer
 
     Attributes
     ----------
@@ -214,17 +215,24 @@ class ReplyScreen:
 
     def _norm_rule(self, results: dict, shared) -> dict:
         # every accepted reply is evidence of an honest norm, a loner's too; only those to
-        # be averaged with others are judged
-        per_step = {i: update_norm(r.update) / self.steps[i] for i, r in results.items()}
-        ref, word = norm_reference(per_step)
-        for i in list(per_step):
-            if (shared is not None and i not in shared) or per_step[i] <= self.norm_limit * ref:
+        # be averaged with others are judged, and only when long both as they stand and per
+        # local step: a silo with many steps has a long honest update, a silo with few a
+        # long one per step
+        raw = {i: update_norm(r.update) for i, r in results.items()}
+        per_step = {i: n / self.steps[i] for i, n in raw.items()}
+        (ref, word), (ref_step, _) = norm_reference(raw), norm_reference(per_step)
+        limit = self.norm_limit
+        for i in list(raw):
+            if shared is not None and i not in shared:
                 continue
-            ratio = f"{per_step[i] / ref:.3g} times" if ref > 0 else "above 0, while"
+            if raw[i] <= limit * ref or per_step[i] <= limit * ref_step:
+                continue
+            ratio = f"{raw[i] / ref:.3g} times" if ref > 0 else "above 0, while"
             self.reject(
                 i,
-                f"update norm {per_step[i]:.3g} per local step is {ratio} the round's {word} "
-                f"{ref:.3g} (norm rule: at most {self.norm_limit:g} times)",
+                f"update norm {raw[i]:.3g} is {ratio} the round's {word} {ref:.3g}, and "
+                f"{per_step[i] / max(ref_step, 1e-300):.3g} times it per local step "
+                f"(norm rule: at most {limit:g} times)",
             )
             del results[i]
         return results
@@ -256,7 +264,11 @@ class ReplyScreen:
             except (TypeError, ValueError):
                 self.reject(i, f"probe answer {answer!r} is not (loss, accuracy)")
                 return None
-            if not _finite(loss) or loss < 0 or not _finite(acc) or not 0.0 <= acc <= 1.0:
+            # +inf is an answer: the model overflows on this client's data, the worst one
+            # (a scheme never picks it); NaN, a negative loss or a bad accuracy is not
+            worst = isinstance(loss, (int, float)) and loss == math.inf
+            bad_loss = not worst and (not _finite(loss) or loss < 0)
+            if bad_loss or not _finite(acc) or not 0.0 <= acc <= 1.0:
                 self.reject(i, f"probe answer ({loss!r}, {acc!r}) is out of range")
                 return None
             return float(loss), float(acc)
