@@ -122,7 +122,8 @@ def _flower_run(args) -> int:
 def _silo_exec(args) -> int:
     from ..flower.silo_exec import run_silo_exec
 
-    run_silo_exec(args.runtime_api_address, args.insecure, args.root_certificates)
+    run_silo_exec(args.runtime_api_address, args.insecure, args.root_certificates,
+                  args.max_task_seconds)  # fmt: skip
     return 0
 
 

@@ -167,6 +167,13 @@ def _add_deployment_commands(sub) -> None:
     )
     ex.add_argument("--insecure", action="store_true", help="the Runtime API has no TLS")
     ex.add_argument("--root-certificates", help="CA of the Runtime API's TLS certificate")
+    ex.add_argument(
+        "--max-task-seconds",
+        type=float,
+        default=1800.0,
+        help="end a ClientApp task still running after this many seconds (default 1800; 0: "
+        "no limit)",
+    )
 
 
 def _add_paper_commands(sub) -> None:

@@ -18,9 +18,11 @@ started as Flower starts them.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import sys
+import time
 
 __all__ = ["run_silo_exec", "make_fork_executor", "READY"]
 
@@ -28,6 +30,9 @@ log = logging.getLogger("hcct_lite")
 
 # Seconds between two asks to the SuperNode for a task (FLWR_SUPEREXEC_TASK_POLL_INTERVAL wins)
 TASK_POLL_SECONDS = 0.1
+# A ClientApp task (one message: local training, an evaluation) still running after this
+# is hung: ended, so that the silo serves the next one
+MAX_TASK_SECONDS = 1800.0
 READY = "silo-exec: warm (torch, Flower and hcct-lite imported), serving ClientApp tasks"
 
 
@@ -70,7 +75,7 @@ def _run_child(spec, certificates) -> None:
         os._exit(code)  # skips the parent's atexit handlers, inherited by the fork
 
 
-def make_fork_executor(certificates=None):
+def make_fork_executor(certificates=None, max_task_seconds: float = MAX_TASK_SECONDS):
     """A Flower SuperExec executor that runs each ClientApp task in a fork of this process.
 
     Parameters
@@ -78,6 +83,9 @@ def make_fork_executor(certificates=None):
     certificates : bytes or None
         PEM root certificates for the SuperNode's Runtime API (None: no TLS, or the
         system's roots)
+    max_task_seconds : float
+        A task still running after this many seconds is killed (SIGKILL) and reaped, so
+        that a hung ClientApp cannot hold the silo (0: no limit)
     """
     from flwr.supercore.constant import TaskType
     from flwr.supercore.superexec.executor.subprocess_executor import SubprocessExecutor
@@ -88,7 +96,7 @@ def make_fork_executor(certificates=None):
 
         def __init__(self):
             super().__init__()
-            self.certificates, self.children = certificates, set()
+            self.certificates, self.children = certificates, {}  # pid -> start (monotonic)
 
         def launch(self, spec):
             if spec.task_type != TaskType.CLIENT_APP:
@@ -99,20 +107,27 @@ def make_fork_executor(certificates=None):
                 return LaunchResult.failed(f"silo-exec could not fork: {err}")
             if pid == 0:
                 _run_child(spec, self.certificates)  # never returns
-            self.children.add(pid)
+            self.children[pid] = time.monotonic()
             return LaunchResult.accepted()
 
         def reconcile(self):
-            """Reap the children that have finished (no zombies between tasks)."""
-            for pid in list(self.children):
+            """Reap finished children (no zombies); kill and reap those past the limit."""
+            for pid, started in list(self.children.items()):
                 done, _ = os.waitpid(pid, os.WNOHANG)
                 if done:
-                    self.children.discard(pid)
+                    del self.children[pid]
+                elif max_task_seconds > 0 and time.monotonic() - started > max_task_seconds:
+                    log.warning("silo-exec: a ClientApp task ran past %g s; ended (pid %d)",
+                                max_task_seconds, pid)  # fmt: skip
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    del self.children[pid]
 
     return ForkExecutor()
 
 
-def run_silo_exec(runtime_api_address: str, insecure: bool = False, root_certificates=None) -> None:
+def run_silo_exec(runtime_api_address: str, insecure: bool = False, root_certificates=None,
+                  max_task_seconds: float = MAX_TASK_SECONDS) -> None:  # fmt: skip
     """Serve one SuperNode's ClientApp tasks from a warm process until it is stopped.
 
     Parameters
@@ -121,6 +136,7 @@ def run_silo_exec(runtime_api_address: str, insecure: bool = False, root_certifi
     insecure : connect without TLS (a SuperNode started without ``--ssl-certfile``)
     root_certificates : path of the PEM CA that signed the SuperNode's Runtime API
         certificate, when it has one
+    max_task_seconds : a task running longer is killed (0: no limit)
     """
     if not hasattr(os, "fork"):
         raise RuntimeError("silo-exec needs os.fork (Linux or macOS); use Flower's default")
@@ -134,7 +150,9 @@ def run_silo_exec(runtime_api_address: str, insecure: bool = False, root_certifi
         )
     certificates = validate_and_resolve_root_certificates(root_certificates, insecure)
     _warm_imports()
-    executor = make_fork_executor(certificates)
+    if not (math.isfinite(max_task_seconds) and max_task_seconds >= 0):
+        raise ValueError(f"--max-task-seconds must be a number >= 0; got {max_task_seconds}")
+    executor = make_fork_executor(certificates, max_task_seconds)
     # one line an operator (or a script) can wait for: from here a task costs a fork
     print(f"{READY} for the SuperNode at {runtime_api_address}", file=sys.stderr, flush=True)
     # Flower's own loop, with this process's executor in place of a new process per task;
