@@ -279,3 +279,59 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scenario):
         procs.stop_all()
     _check(result, scheme, silos, set(poisoned))
     print(f"deployment test ({scenario}): {time.monotonic() - t0:.1f} s")
+
+
+def _children(pid: int) -> list:
+    """The processes whose parent is ``pid`` (Linux's /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except (OSError, ValueError):
+            continue
+        if entry.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def test_a_warm_silo_whose_executor_is_killed_mid_task_comes_back_after_a_restart(tmp_path):
+    """SIGKILL of silo-exec while it runs a task, then a new silo-exec: the silo returns.
+
+    The task's forked child dies with its executor, so its token stops sending heartbeats
+    and the SuperNode fails it after Flower's task patience (2 x 30 s); before, the child
+    lived on and held the SuperNode, and the silo missed every later epoch.
+    """
+    link_port, epochs, k = free_port(), 7, 2
+    procs = Processes(tmp_path, _environment(tmp_path, link_port))
+    out, submit = tmp_path / "result.json", None
+    try:
+        silos = _start_federation(procs, tmp_path, link_port, {}, True)
+        config = (
+            f'scheme="hcct" epochs={epochs} n-clients={N_CLIENTS} round-timeout=30.0'
+            f' json-out="{out}" silo-nodes="{" ".join(map(str, silos))}"'
+        )
+        submit = subprocess.Popen(
+            [str(BIN / "hcct-lite"), "flower-run", str(APP), "hcct-tls", "--run-config", config],
+            env=procs.env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, preexec_fn=die_with_parent(),
+        )  # fmt: skip
+        wait_for(lambda: "ROUND epoch-1]" in procs.log(f"silo{k}"), 600, "epoch 1 at the silo")
+        executor = procs.procs[f"exec{k}"]
+        wait_for(lambda: _children(executor.pid), 60, "the executor's task process")
+        os.kill(executor.pid, signal.SIGKILL)  # the executor alone, mid-task
+        executor.wait(timeout=10)
+        port = re.search(r"--port (\d+)", " ".join(map(str, procs.procs[f"silo{k}"].args)))[1]
+        procs.start(f"exec{k}-again", "hcct-lite", "silo-exec", "--runtime-api-address",
+                    f"127.0.0.1:{port}", "--insecure")  # fmt: skip
+        wait_for(out.exists, 900, "the result JSON")
+        result = json.loads(out.read_text())
+        said = submit.communicate(timeout=120)[0]
+        assert submit.returncode == 0 and "finished:completed" in said, said
+    finally:
+        if submit is not None and submit.poll() is None:
+            submit.kill()
+        procs.stop_all()
+    away = [h["epoch"] for h in result["history"] if k in h["missing"]]
+    assert 1 in away and len(away) <= 3, away  # the killed task's epoch, and the patience
+    assert away == list(range(1, 1 + len(away)))  # then back for good
+    assert k not in result["history"][-1]["missing"]

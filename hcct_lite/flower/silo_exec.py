@@ -91,6 +91,8 @@ def make_fork_executor(certificates=None, max_task_seconds: float = MAX_TASK_SEC
     from flwr.supercore.superexec.executor.subprocess_executor import SubprocessExecutor
     from flwr.supercore.superexec.executor.types import LaunchResult
 
+    from .processes import die_with_parent
+
     class ForkExecutor(SubprocessExecutor):
         """Flower's subprocess executor, but a ClientApp task runs in a fork."""
 
@@ -101,11 +103,16 @@ def make_fork_executor(certificates=None, max_task_seconds: float = MAX_TASK_SEC
         def launch(self, spec):
             if spec.task_type != TaskType.CLIENT_APP:
                 return super().launch(spec)
+            dies_with_us = die_with_parent()  # prepared here: the child only calls it
             try:
                 pid = os.fork()
             except OSError as err:
                 return LaunchResult.failed(f"silo-exec could not fork: {err}")
             if pid == 0:
+                # a task that outlived a killed executor would keep its token alive with
+                # its heartbeats: the SuperNode would wait for it and serve nothing else
+                if dies_with_us is not None:
+                    dies_with_us()
                 _run_child(spec, self.certificates)  # never returns
             self.children[pid] = time.monotonic()
             return LaunchResult.accepted()
