@@ -243,6 +243,19 @@ def _check(result: dict, scheme: str, silos: list, bad: set) -> None:
     assert all("non-finite" in r["reason"] for r in result["rejected"])
 
 
+def _submit(procs: Processes, app: Path, settings: str, out: Path, silos: list):
+    """``hcct-lite flower-run`` (it waits for the run and returns its outcome), started."""
+    config = (
+        f'{settings} n-clients={N_CLIENTS} json-out="{out}" '
+        f'silo-nodes="{" ".join(map(str, silos))}"'
+    )
+    return subprocess.Popen(
+        [str(BIN / "hcct-lite"), "flower-run", str(app), "hcct-tls", "--run-config", config],
+        env=procs.env, cwd=procs.folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, preexec_fn=die_with_parent(),
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_a_run_over_tls_survives_a_dead_client(tmp_path, scenario):
     scheme, extra, app, poisoned, patience = SCENARIOS[scenario]
@@ -252,16 +265,8 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scenario):
     out, submit = tmp_path / "result.json", None
     try:
         silos = _start_federation(procs, tmp_path, link_port, poisoned, scenario in WARM)
-        config = (
-            f'scheme="{scheme}" epochs={EPOCHS} n-clients={N_CLIENTS} round-timeout=60.0'
-            f' json-out="{out}" silo-nodes="{" ".join(map(str, silos))}"{extra}'
-        )
-        # hcct-lite's wrapper of `flwr run`: it waits for the run and returns its outcome
-        submit = subprocess.Popen(
-            [str(BIN / "hcct-lite"), "flower-run", str(app), "hcct-tls", "--run-config", config],
-            env=procs.env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, preexec_fn=die_with_parent(),
-        )  # fmt: skip
+        submit = _submit(procs, app, f'scheme="{scheme}" epochs={EPOCHS} round-timeout=60.0'
+                         f"{extra}", out, silos)  # fmt: skip
         # kill a silo once epoch 0 is over: when epoch 1's training reaches it (killing it
         # right after its last reply of epoch 0 can lose that reply in the SuperLink)
         epoch1 = lambda: "ROUND epoch-1]" in procs.log(f"silo{DEAD}")  # noqa: E731
@@ -306,15 +311,8 @@ def test_a_warm_silo_whose_executor_is_killed_mid_task_comes_back_after_a_restar
     out, submit = tmp_path / "result.json", None
     try:
         silos = _start_federation(procs, tmp_path, link_port, {}, True)
-        config = (
-            f'scheme="hcct" epochs={epochs} n-clients={N_CLIENTS} round-timeout=30.0'
-            f' json-out="{out}" silo-nodes="{" ".join(map(str, silos))}"'
-        )
-        submit = subprocess.Popen(
-            [str(BIN / "hcct-lite"), "flower-run", str(APP), "hcct-tls", "--run-config", config],
-            env=procs.env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, preexec_fn=die_with_parent(),
-        )  # fmt: skip
+        submit = _submit(procs, APP, f'scheme="hcct" epochs={epochs} round-timeout=30.0', out,
+                         silos)  # fmt: skip
         wait_for(lambda: "ROUND epoch-1]" in procs.log(f"silo{k}"), 600, "epoch 1 at the silo")
         executor = procs.procs[f"exec{k}"]
         wait_for(lambda: _children(executor.pid), 60, "the executor's task process")
