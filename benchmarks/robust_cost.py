@@ -16,10 +16,10 @@ import logging
 import multiprocessing as mp
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from hcct_lite.reproduction.paper_grids import grid_jobs
+from hcct_lite.runs.results import seed_stats
 from hcct_lite.training.config import make_config
 from hcct_lite.training.engine import run_experiment
 
@@ -52,11 +52,10 @@ def main(argv=None) -> None:
     print(f"| scheme | mean (shipped) | {a.aggregator} | difference | within the seed spread |")
     print("|---|---|---|---|---|")
     for scheme, ref in shipped.items():
-        r, new = np.array(ref), np.array(robust[scheme])
-        diff = new.mean() - r.mean()
-        within = "yes" if abs(diff) <= r.std() else "no"
-        print(f"| {scheme} | {r.mean():.2f} +- {r.std():.2f} | {new.mean():.2f} +- "
-              f"{new.std():.2f} | {diff:+.2f} | {within} |", flush=True)  # fmt: skip
+        (mean, std, _), (new, new_std, _) = seed_stats(ref), seed_stats(robust[scheme])
+        within = "yes" if abs(new - mean) <= std else "no"
+        print(f"| {scheme} | {mean:.2f} +- {std:.2f} | {new:.2f} +- {new_std:.2f} | "
+              f"{new - mean:+.2f} | {within} |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

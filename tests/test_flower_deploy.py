@@ -256,6 +256,22 @@ def _submit(procs: Processes, app: Path, settings: str, out: Path, silos: list):
     )  # fmt: skip
 
 
+def _outcome(submit: subprocess.Popen, out: Path, patience: float) -> dict:
+    """The result JSON, once written, and ``flower-run``'s word that the run completed."""
+    wait_for(out.exists, patience, "the result JSON")
+    result = json.loads(out.read_text())
+    said = submit.communicate(timeout=120)[0]
+    assert submit.returncode == 0 and "finished:completed" in said, said
+    return result
+
+
+def _stop(procs: Processes, submit) -> None:
+    """Stop the submission (if it still waits) and every process of the federation."""
+    if submit is not None and submit.poll() is None:
+        submit.kill()
+    procs.stop_all()
+
+
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_a_run_over_tls_survives_a_dead_client(tmp_path, scenario):
     scheme, extra, app, poisoned, patience = SCENARIOS[scenario]
@@ -274,14 +290,9 @@ def test_a_run_over_tls_survives_a_dead_client(tmp_path, scenario):
         procs.kill(f"silo{DEAD}")
         if scenario in WARM:
             procs.kill(f"exec{DEAD}")
-        wait_for(out.exists, patience, "the result JSON")
-        result = json.loads(out.read_text())
-        said = submit.communicate(timeout=120)[0]
-        assert submit.returncode == 0 and "finished:completed" in said, said
+        result = _outcome(submit, out, patience)
     finally:
-        if submit is not None and submit.poll() is None:
-            submit.kill()
-        procs.stop_all()
+        _stop(procs, submit)
     _check(result, scheme, silos, set(poisoned))
     print(f"deployment test ({scenario}): {time.monotonic() - t0:.1f} s")
 
@@ -321,14 +332,9 @@ def test_a_warm_silo_whose_executor_is_killed_mid_task_comes_back_after_a_restar
         port = re.search(r"--port (\d+)", " ".join(map(str, procs.procs[f"silo{k}"].args)))[1]
         procs.start(f"exec{k}-again", "hcct-lite", "silo-exec", "--runtime-api-address",
                     f"127.0.0.1:{port}", "--insecure")  # fmt: skip
-        wait_for(out.exists, 900, "the result JSON")
-        result = json.loads(out.read_text())
-        said = submit.communicate(timeout=120)[0]
-        assert submit.returncode == 0 and "finished:completed" in said, said
+        result = _outcome(submit, out, 900)
     finally:
-        if submit is not None and submit.poll() is None:
-            submit.kill()
-        procs.stop_all()
+        _stop(procs, submit)
     away = [h["epoch"] for h in result["history"] if k in h["missing"]]
     assert 1 in away and len(away) <= 3, away  # the killed task's epoch, and the patience
     assert away == list(range(1, 1 + len(away)))  # then back for good

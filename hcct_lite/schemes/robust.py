@@ -36,13 +36,16 @@ records each such group (:meth:`Aggregator.record`).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 import torch
 
 from .base import weighted_average
 
-__all__ = ["AGGREGATORS", "Aggregator", "local_steps", "per_step_norms"]
+__all__ = [
+    "AGGREGATORS", "Aggregator", "local_steps", "l2_norm", "norm_reference", "per_step_norms",
+]  # fmt: skip
 
 AGGREGATORS = ("mean", "clipped-mean", "trimmed-mean", "median", "centered-clip", "multi-krum")
 CENTERED_CLIP_STEPS = 3
@@ -54,12 +57,28 @@ def local_steps(sizes, batch_size: int, local_epochs: int) -> np.ndarray:
     return local_epochs * np.maximum(1, -(-d // int(batch_size)))
 
 
+def l2_norm(tensors) -> float:
+    """The Euclidean norm of ``tensors`` taken as one vector, in float64 (1e37 entries square)."""
+    return math.sqrt(sum(float(v.double().pow(2).sum()) for v in tensors))
+
+
+def norm_reference(norms) -> tuple:
+    """``(reference, word)``: the median of three or more norms; of fewer, the smallest.
+
+    ``norms`` is a mapping (its values count) or a sequence. Of two replies the median is
+    their mean, which a reply 10^6 times longer than the other makes its own; no majority
+    can be told from two, so the shorter one is the reference (and either silo can have
+    the other refused by replying with almost nothing).
+    """
+    values = list(norms.values()) if isinstance(norms, Mapping) else list(norms)
+    if len(values) >= 3:
+        return float(np.median(values)), "median"
+    return float(min(values)), "smaller"
+
+
 def per_step_norms(deltas: list, steps) -> np.ndarray:
     """(n,) each delta's Euclidean norm over its floating entries, divided by its steps."""
-    norms = [
-        math.sqrt(sum(float(v.double().pow(2).sum()) for v in d.values() if v.is_floating_point()))
-        for d in deltas
-    ]
+    norms = [l2_norm(v for v in d.values() if v.is_floating_point()) for d in deltas]
     return np.asarray(norms) / np.asarray(steps, dtype=np.float64)
 
 
@@ -104,10 +123,10 @@ class Aggregator:
         floats = [k for k, v in states[0].items() if v.is_floating_point()]
         deltas = [{k: s[k] - st[k] for k in floats} for s, st in zip(states, starts, strict=True)]
         deltas = self._clipped(deltas, local_steps(sizes, self.batch_size, self.local_epochs))
-        kind = self.kind if len(states) >= 3 else "clipped-mean"
-        if len(states) < 3:
+        few = len(states) < 3  # no majority to go by: the clipped mean, recorded
+        if few:
             self.few.setdefault(self.epoch, []).append([int(i) for i in members])
-        combined = _COMBINE[kind](deltas, w, self)
+        combined = _COMBINE["clipped-mean" if few else self.kind](deltas, w, self)
         same = all(st is starts[0] for st in starts)
         base = starts[0] if same else weighted_average(starts, weights)
         out = weighted_average(states, weights)  # integer entries: the rounded average
@@ -125,8 +144,7 @@ class Aggregator:
         steps = np.asarray(steps, dtype=np.float64)
         per = per_step_norms(deltas, steps)
         raw = per * steps
-        pick = np.median if len(deltas) >= 3 else np.min
-        ref, ref_step = float(pick(raw)), float(pick(per))
+        (ref, _), (ref_step, _) = norm_reference(raw), norm_reference(per)
         out = []
         for d, norm, s in zip(deltas, raw, steps, strict=True):
             bound = self.clip_factor * max(ref, ref_step * s)

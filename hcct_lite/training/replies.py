@@ -14,8 +14,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
 import torch
+
+from ..schemes.robust import l2_norm, norm_reference
 
 __all__ = [
     "Rejected",
@@ -25,7 +26,6 @@ __all__ = [
     "update_problem",
     "update_norm",
     "norm_outliers",
-    "norm_reference",
 ]
 
 log = logging.getLogger("hcct_lite")
@@ -128,32 +128,20 @@ def train_problem(result, start: Mapping, declared: int) -> str | None:
 def update_norm(update) -> float:
     """The Euclidean norm of an update (name -> tensor), in float64 (1e37 entries square)."""
     flat = getattr(update, "flat", None)
-    values = [flat] if isinstance(flat, torch.Tensor) else list(update.values())
-    return math.sqrt(sum(float(v.double().pow(2).sum()) for v in values))
+    return l2_norm([flat] if isinstance(flat, torch.Tensor) else update.values())
 
 
 def norm_outliers(norms: dict, limit: float) -> list:
-    """The keys of ``norms`` whose value exceeds ``limit`` times their median.
+    """The keys of ``norms`` whose value exceeds ``limit`` times their reference.
 
-    With ``limit >= 2`` fewer than half of the keys can be outliers: every outlier lies
-    above the median, and in an even round the upper middle value cannot exceed twice the
-    mean of the two middle values.
+    The reference is :func:`~hcct_lite.schemes.robust.norm_reference`'s: the median, of
+    two the smaller. With ``limit >= 2`` fewer than half of three or more keys can be
+    outliers: every outlier lies above the median, and in an even round the upper middle
+    value cannot exceed twice the mean of the two middle values. Of two, at most the
+    longer one.
     """
-    median = float(np.median(list(norms.values())))
-    return [i for i, norm in norms.items() if norm > limit * median]
-
-
-def norm_reference(norms: dict) -> tuple:
-    """``(reference, word)``: the median of three or more norms; of fewer, the smallest.
-
-    Of two replies the median is their mean, which a reply 10^6 times longer than the
-    other makes its own; no majority can be told from two, so the shorter one is the
-    reference (and either silo can have the other refused by replying with almost nothing).
-    """
-    values = list(norms.values())
-    if len(values) >= 3:
-        return float(np.median(values)), "median"
-    return float(min(values)), "smaller"
+    ref, _ = norm_reference(norms)
+    return [i for i, norm in norms.items() if norm > limit * ref]
 
 
 class ReplyScreen:
@@ -167,7 +155,7 @@ class ReplyScreen:
         round's accepted updates, and also longer than that per local SGD step, and that
         is to be averaged with others, is rejected too. The median is the round's, so
         fewer than half of three or more replies can ever be rejected by the rule: never
-        the honest majority's. Of two replies the shorter is the reference (:func:`norm_reference`).
+        the honest majority's. Of two replies the shorter is the reference (:func:`norm_outliers`).
     steps : (N,) local SGD steps of each silo per epoch (default 1 each): the per-step test
         keeps a silo with more data, whose honest update is longer, from being refused, and
         the plain one a silo with few steps, whose update per step is longer
@@ -222,10 +210,9 @@ class ReplyScreen:
         per_step = {i: n / self.steps[i] for i, n in raw.items()}
         (ref, word), (ref_step, _) = norm_reference(raw), norm_reference(per_step)
         limit = self.norm_limit
+        long_both = set(norm_outliers(raw, limit)) & set(norm_outliers(per_step, limit))
         for i in list(raw):
-            if shared is not None and i not in shared:
-                continue
-            if raw[i] <= limit * ref or per_step[i] <= limit * ref_step:
+            if i not in long_both or (shared is not None and i not in shared):
                 continue
             ratio = f"{raw[i] / ref:.3g} times" if ref > 0 else "above 0, while"
             self.reject(
