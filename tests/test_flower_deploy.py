@@ -186,13 +186,15 @@ def _environment(tmp_path: Path, link_port: int) -> dict:
 
 
 def _start_federation(
-    procs: Processes, tmp_path: Path, link_port: int, poisoned: dict, warm: bool
-) -> list:
+    procs: Processes, tmp_path: Path, link_port: int, poisoned: dict, warm: bool,
+    exec_args: dict | None = None,
+) -> list:  # fmt: skip
     """SuperLink with SuperNode auth, the registered silos, and a refused intruder.
 
     ``warm``: each silo's SuperNode runs with ``--isolation process`` beside its own
-    ``hcct-lite silo-exec`` (process group ``exec<i>``). Returns the silos' node ids, in
-    client order.
+    ``hcct-lite silo-exec`` (process group ``exec<i>``; its task records in
+    ``tmp_path/state<i>``; ``exec_args[i]``: more of its options). Returns the silos' node
+    ids, in client order.
     """
     procs.start(
         "superlink", "flower-superlink", "--ssl-ca-certfile", "ca.crt", "--ssl-certfile",
@@ -212,7 +214,8 @@ def _start_federation(
         )  # fmt: skip
         if warm and name != "intruder":
             procs.start(f"exec{i}", "hcct-lite", "silo-exec", "--runtime-api-address",
-                        f"127.0.0.1:{port}", "--insecure")  # fmt: skip
+                        f"127.0.0.1:{port}", "--insecure", "--state-dir",
+                        str(tmp_path / f"state{i}"), *(exec_args or {}).get(i, []))  # fmt: skip
     for i in range(N_CLIENTS):
         wait_for(lambda i=i: "SuperNode ID" in procs.log(f"silo{i}"), 60, f"silo {i}")
         if warm:  # the warm silo says when its imports are done

@@ -1,7 +1,9 @@
 """``hcct-lite silo-exec``'s own checks (the warm silos run for real in test_flower_deploy)."""
 
+import json
 import os
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -54,3 +56,162 @@ def test_silo_exec_says_what_it_cannot_do(monkeypatch, capsys):
     monkeypatch.delattr(os, "fork")
     assert main(["silo-exec", "--insecure"]) == 2
     assert "silo-exec needs os.fork" in capsys.readouterr().err
+
+
+# --- the task journal: answering for a task that died without replying ---------------------
+
+
+def _message():
+    """A ClientApp's training message as the SuperNode hands it over (no content needed)."""
+    from flwr.app import Metadata, RecordDict
+    from flwr.app.message import make_message
+
+    md = Metadata(run_id=7, message_id="", src_node_id=1, dst_node_id=5,
+                  reply_to_message_id="", group_id="epoch-1", created_at=time.time(),
+                  ttl=3600.0, message_type="train")  # fmt: skip
+    message = make_message(metadata=md, content=RecordDict())
+    message.metadata.__dict__["_message_id"] = message.object_id
+    return message
+
+
+class FakeRuntime:
+    """Flower's RuntimeHttpClient as the SuperNode's Runtime API answers one task's token."""
+
+    def __init__(self, token, refuse=False):
+        self.token, self.refuse, self.pushed, self.outputs, self.closed = token, refuse, [], [], 0
+
+    def PushMessages(self, request):  # noqa: N802 - Flower's method name
+        from flwr.proto.runtime_pb2 import PushAppMessagesResponse
+
+        if self.refuse:  # the token expired meanwhile: the SuperNode settled the task itself
+            raise RuntimeError("Runtime task-token authentication failed.")
+        self.pushed += list(request.messages_list)
+        return PushAppMessagesResponse(message_ids=["x"], objects_to_push=[], session_id="s")
+
+    def PushObject(self, request):  # noqa: N802
+        raise AssertionError("an error reply has no objects to push")
+
+    def PushTaskOutput(self, request):  # noqa: N802
+        self.outputs.append(request)
+
+    def close(self):
+        self.closed += 1
+
+
+def _connector(clients, refuse=False):
+    def connect(token):
+        clients.append(FakeRuntime(token, refuse))
+        return clients[-1]
+
+    return connect
+
+
+def test_a_second_executor_on_the_same_silo_is_refused(tmp_path, capsys):
+    from hcct_lite.flower.task_journal import TaskJournal
+
+    journal = TaskJournal(tmp_path / "state")
+    assert oct((tmp_path / "state").stat().st_mode & 0o777) == "0o700"  # tokens inside
+    with pytest.raises(RuntimeError, match=f"another silo-exec \\(pid {os.getpid()}\\)"):
+        TaskJournal(tmp_path / "state")
+    assert main(["silo-exec", "--insecure", "--state-dir", str(tmp_path / "state")]) == 2
+    assert "already serves this SuperNode" in capsys.readouterr().err
+    journal.close()
+    TaskJournal(tmp_path / "state").close()  # free again once the first one is gone
+
+
+def test_a_task_that_died_after_taking_its_message_is_answered_with_an_error(tmp_path, monkeypatch):
+    import flwr.supernode.runtime.run_clientapp as flower_task
+    from flwr.common.constant import ErrorCode, SubStatus
+    from flwr.common.serde import message_from_proto
+
+    from hcct_lite.flower.task_journal import TaskJournal
+
+    message = _message()
+    # the SuperNode hands the task its message; Flower's push is the real one
+    monkeypatch.setattr(flower_task, "pull_task_input", lambda c: (message, "ctx", "run", "fab"))
+    monkeypatch.setattr(flower_task, "push_message", flower_task.push_message)  # restored after
+    journal = TaskJournal(tmp_path)
+    monkeypatch.setattr(os, "close", lambda fd: None)  # in_child drops the executor's lock
+    journal.in_child("token-1")
+    pid = os.getpid()
+    assert json.loads(journal.record(pid).read_text()) == {"token": "token-1"}
+    assert flower_task.pull_task_input(None)[0] is message
+    clients = []
+    assert "answered message" in journal.settle(pid, _connector(clients))
+    (client,) = clients
+    assert client.token == "token-1" and client.closed == 1
+    (reply,) = [message_from_proto(p) for p in client.pushed]
+    assert reply.metadata.reply_to_message_id == message.metadata.message_id
+    assert reply.metadata.dst_node_id == message.metadata.src_node_id
+    assert reply.has_error() and reply.error.code == ErrorCode.CLIENT_APP_CRASHED
+    assert [o.sub_status for o in client.outputs] == [SubStatus.FAILED]
+    assert not journal.record(pid).exists()  # forgotten once settled
+
+
+def test_a_task_that_replied_or_took_nothing_is_not_answered_for(tmp_path, monkeypatch):
+    import flwr.supernode.runtime.run_clientapp as flower_task
+
+    from hcct_lite.flower.task_journal import TaskJournal
+
+    message = _message()
+    monkeypatch.setattr(flower_task, "pull_task_input", lambda c: (message, "ctx", "run", "fab"))
+    monkeypatch.setattr(flower_task, "push_message", flower_task.push_message)  # restored after
+    journal, pid, clients = TaskJournal(tmp_path), os.getpid(), []
+    monkeypatch.setattr(os, "close", lambda fd: None)
+    journal.in_child("token-2")
+    # died before pulling: its message is still the SuperNode's to hand out again
+    assert "had not taken its message" in journal.settle(pid, _connector(clients))
+    journal.in_child("token-3")
+    flower_task.pull_task_input(None)
+    where = SimpleNamespace(node_id=5, run_id=7)
+    flower_task.push_message(FakeRuntime("token-3"), message, where)  # it replied, then died
+    assert journal.settle(pid, _connector(clients)) == "it had replied"
+    assert clients == [] and journal.pids() == []
+    # a token the SuperNode no longer knows (expired meanwhile): a refusal, nothing else
+    journal.in_child("token-4")
+    flower_task.pull_task_input(None)
+    assert "not answered" in journal.settle(pid, _connector(clients, refuse=True))
+    assert clients[0].outputs == [] and journal.pids() == []
+
+
+def _dead_pid() -> int:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return pid
+
+
+def test_the_executor_answers_for_a_task_it_ended_and_for_one_a_killed_executor_left(
+    tmp_path,
+):
+    import base64
+
+    from flwr.app.message import remove_content_from_message
+    from flwr.common.serde import message_to_proto
+
+    from hcct_lite.flower.task_journal import TaskJournal, _write
+
+    message = _message()
+    proto = message_to_proto(remove_content_from_message(message)).SerializeToString()
+    taken = {"message": base64.b64encode(proto).decode(), "message_id": message.metadata.message_id}
+    journal, clients = TaskJournal(tmp_path), []
+    orphan = _dead_pid()  # the task of an executor killed before this one started
+    _write(journal.record(orphan), {"token": "orphan", **taken})
+    executor = silo_exec.make_fork_executor(None, 0.5, journal, _connector(clients))
+    assert executor.orphans == {orphan}
+    pid = os.fork()
+    if pid == 0:  # a task that took its message, then hung
+        _write(journal.record(os.getpid()), {"token": "hung", **taken})
+        time.sleep(600)
+        os._exit(0)
+    executor.children[pid] = time.monotonic()
+    executor.reconcile()
+    assert [c.token for c in clients] == ["orphan"] and executor.orphans == set()
+    deadline = time.monotonic() + 30
+    while executor.children and time.monotonic() < deadline:
+        time.sleep(0.1)
+        executor.reconcile()
+    assert [c.token for c in clients] == ["orphan", "hung"]
+    assert all(len(c.pushed) == 1 and len(c.outputs) == 1 for c in clients)
+    assert journal.pids() == []

@@ -123,7 +123,7 @@ def _silo_exec(args) -> int:
     from ..flower.silo_exec import run_silo_exec
 
     run_silo_exec(args.runtime_api_address, args.insecure, args.root_certificates,
-                  args.max_task_seconds)  # fmt: skip
+                  args.max_task_seconds, args.state_dir)  # fmt: skip
     return 0
 
 

@@ -174,6 +174,11 @@ def _add_deployment_commands(sub) -> None:
         help="end a ClientApp task still running after this many seconds (default 1800; 0: "
         "no limit)",
     )
+    ex.add_argument(
+        "--state-dir",
+        help="folder of the silo's task records, used to answer for a task that died (default:"
+        " one per --runtime-api-address in the temporary folder)",
+    )
 
 
 def _add_paper_commands(sub) -> None:

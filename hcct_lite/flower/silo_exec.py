@@ -11,6 +11,12 @@ imports once and forks a child for each ClientApp task. The child runs Flower's 
 a fresh process (nothing a message leaves in memory reaches the next) and Flower's
 Context carries the silo's state as before; only the start-up is paid once.
 
+A task that dies without replying is answered for (an error reply, then its status), so
+that the SuperNode serves its next message at once instead of after Flower's token expiry
+(about 60 s): see :mod:`.task_journal`. That covers a task ended for running past
+``--max-task-seconds``, a task killed by the kernel, and the task of an executor that was
+killed, once a new ``silo-exec`` starts for the same SuperNode.
+
 POSIX only (``os.fork``). Tasks other than a ClientApp (none reach a SuperNode today) are
 started as Flower starts them.
 """
@@ -75,7 +81,21 @@ def _run_child(spec, certificates) -> None:
         os._exit(code)  # skips the parent's atexit handlers, inherited by the fork
 
 
-def make_fork_executor(certificates=None, max_task_seconds: float = MAX_TASK_SECONDS):
+def _reaped(pid: int, started: float, max_task_seconds: float) -> bool:
+    """Whether task ``pid`` has ended and is reaped: by itself, or killed past the limit."""
+    done, _ = os.waitpid(pid, os.WNOHANG)
+    if done:
+        return True
+    if not 0 < max_task_seconds < time.monotonic() - started:
+        return False
+    log.warning("silo-exec: a ClientApp task ran past %g s; ended (pid %d)", max_task_seconds, pid)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return True
+
+
+def make_fork_executor(certificates=None, max_task_seconds: float = MAX_TASK_SECONDS,
+                       journal=None, connect=None):  # fmt: skip
     """A Flower SuperExec executor that runs each ClientApp task in a fork of this process.
 
     Parameters
@@ -86,12 +106,18 @@ def make_fork_executor(certificates=None, max_task_seconds: float = MAX_TASK_SEC
     max_task_seconds : float
         A task still running after this many seconds is killed (SIGKILL) and reaped, so
         that a hung ClientApp cannot hold the silo (0: no limit)
+    journal : TaskJournal or None
+        Where each task records its token and message; with it, a task that ended
+        without replying is answered for (None: left to Flower's token expiry)
+    connect : callable token -> Flower ``RuntimeHttpClient`` authenticated as that task
+        (needed with ``journal``)
     """
     from flwr.supercore.constant import TaskType
     from flwr.supercore.superexec.executor.subprocess_executor import SubprocessExecutor
     from flwr.supercore.superexec.executor.types import LaunchResult
 
     from .processes import die_with_parent
+    from .task_journal import alive
 
     class ForkExecutor(SubprocessExecutor):
         """Flower's subprocess executor, but a ClientApp task runs in a fork."""
@@ -99,6 +125,8 @@ def make_fork_executor(certificates=None, max_task_seconds: float = MAX_TASK_SEC
         def __init__(self):
             super().__init__()
             self.certificates, self.children = certificates, {}  # pid -> start (monotonic)
+            # tasks of an executor killed before this one, still recorded in the journal
+            self.orphans = set(journal.pids()) if journal is not None else set()
 
         def launch(self, spec):
             if spec.task_type != TaskType.CLIENT_APP:
@@ -113,28 +141,64 @@ def make_fork_executor(certificates=None, max_task_seconds: float = MAX_TASK_SEC
                 # its heartbeats: the SuperNode would wait for it and serve nothing else
                 if dies_with_us is not None:
                     dies_with_us()
+                if journal is not None:
+                    journal.in_child(spec.token)
                 _run_child(spec, self.certificates)  # never returns
             self.children[pid] = time.monotonic()
             return LaunchResult.accepted()
 
         def reconcile(self):
-            """Reap finished children (no zombies); kill and reap those past the limit."""
+            """Reap ended tasks, kill those past the limit; answer for those that did not reply.
+
+            Ours (children) and an orphan's (a killed executor's, recorded in the journal).
+            """
             for pid, started in list(self.children.items()):
-                done, _ = os.waitpid(pid, os.WNOHANG)
-                if done:
+                if _reaped(pid, started, max_task_seconds):
                     del self.children[pid]
-                elif max_task_seconds > 0 and time.monotonic() - started > max_task_seconds:
-                    log.warning("silo-exec: a ClientApp task ran past %g s; ended (pid %d)",
-                                max_task_seconds, pid)  # fmt: skip
-                    os.kill(pid, signal.SIGKILL)
-                    os.waitpid(pid, 0)
-                    del self.children[pid]
+                    self.settle(pid)
+            for pid in [p for p in self.orphans if not alive(p)]:
+                self.orphans.discard(pid)
+                self.settle(pid)
+
+        def settle(self, pid):
+            if journal is None:
+                return
+            what = journal.settle(pid, connect)
+            if what != "it had replied":
+                log.warning("silo-exec: task pid %d ended without replying: %s", pid, what)
 
     return ForkExecutor()
 
 
+def runtime_connector(runtime_api_address: str, insecure: bool, certificates):
+    """``token -> RuntimeHttpClient``: the SuperNode's Runtime API, as the task of that token."""
+
+    def connect(token: str):
+        from flwr.supercore.interceptors import (
+            RuntimeTokenHttpInterceptor,
+            RuntimeVersionHttpInterceptor,
+        )
+        from flwr.supercore.retry import make_simple_http_retry_invoker
+        from flwr.supercore.runtime import RuntimeHttpClient
+
+        invoker = make_simple_http_retry_invoker()
+        invoker.max_tries = 2  # a refusal (the token expired meanwhile) is an answer
+        return RuntimeHttpClient.from_server_address(
+            server_address=runtime_api_address,
+            insecure=insecure,
+            root_certificates=certificates,
+            interceptors=[
+                RuntimeVersionHttpInterceptor(component_name="flwr-clientapp"),
+                RuntimeTokenHttpInterceptor(token),
+            ],
+            retry_invoker=invoker,
+        )
+
+    return connect
+
+
 def run_silo_exec(runtime_api_address: str, insecure: bool = False, root_certificates=None,
-                  max_task_seconds: float = MAX_TASK_SECONDS) -> None:  # fmt: skip
+                  max_task_seconds: float = MAX_TASK_SECONDS, state_dir=None) -> None:  # fmt: skip
     """Serve one SuperNode's ClientApp tasks from a warm process until it is stopped.
 
     Parameters
@@ -144,6 +208,8 @@ def run_silo_exec(runtime_api_address: str, insecure: bool = False, root_certifi
     root_certificates : path of the PEM CA that signed the SuperNode's Runtime API
         certificate, when it has one
     max_task_seconds : a task running longer is killed (0: no limit)
+    state_dir : the folder of the silo's task journal (default: one per Runtime API address
+        in the temporary folder); a second ``silo-exec`` on it is refused
     """
     if not hasattr(os, "fork"):
         raise RuntimeError("silo-exec needs os.fork (Linux or macOS); use Flower's default")
@@ -155,11 +221,16 @@ def run_silo_exec(runtime_api_address: str, insecure: bool = False, root_certifi
             "this Flower version's SuperExec has no executor hook; run the SuperNode with its "
             "default isolation instead of silo-exec"
         )
+    from .task_journal import TaskJournal, default_folder
+
     certificates = validate_and_resolve_root_certificates(root_certificates, insecure)
-    _warm_imports()
     if not (math.isfinite(max_task_seconds) and max_task_seconds >= 0):
         raise ValueError(f"--max-task-seconds must be a number >= 0; got {max_task_seconds}")
-    executor = make_fork_executor(certificates, max_task_seconds)
+    journal = TaskJournal(state_dir or default_folder(runtime_api_address))
+    _warm_imports()
+    connect = runtime_connector(runtime_api_address, insecure, certificates)
+    executor = make_fork_executor(certificates, max_task_seconds, journal, connect)
+    executor.reconcile()  # answer at once for the tasks a killed executor left
     # one line an operator (or a script) can wait for: from here a task costs a fork
     print(f"{READY} for the SuperNode at {runtime_api_address}", file=sys.stderr, flush=True)
     # Flower's own loop, with this process's executor in place of a new process per task;

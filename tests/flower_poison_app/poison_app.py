@@ -12,10 +12,13 @@ as hcct-lite's own ClientApp. Kinds:
 - ``no-model``: training replies lack their model record;
 - ``no-metrics``: evaluation replies lack their metrics record;
 - ``enrol-zero`` / ``enrol-huge``: the enrolment declares 0 / 9.3e18 samples;
-- ``enrol-as-K``: the enrolment declares partition id K.
+- ``enrol-as-K``: the enrolment declares partition id K;
+- ``hang-at-K``: the training message of epoch K hangs (sleeps an hour) before training, as
+  a ClientApp stuck on a dead disk or a lock would; every other message is answered.
 """
 
 import math
+import time
 
 import torch
 from flwr.app import MetricRecord
@@ -58,8 +61,11 @@ def _query(kind, reply):
 
 
 def poison(msg, context, call_next):
-    reply = call_next(msg, context)
     kind = str(context.node_config.get("poison", ""))
+    if kind.startswith("hang-at-") and msg.metadata.message_type == "train":
+        if int(msg.content["config"]["epoch"]) == int(kind.removeprefix("hang-at-")):
+            time.sleep(3600)
+    reply = call_next(msg, context)
     if not kind or reply.has_error():
         return reply
     message_type = msg.metadata.message_type

@@ -1,0 +1,185 @@
+"""What ``silo-exec`` keeps of each ClientApp task, so that it can answer for one that died.
+
+Flower's SuperNode handles one message at a time: it takes the next message from the
+SuperLink only once the task of the last one has replied. A task process that dies without
+replying (killed with its executor, ended for running past ``--max-task-seconds``, killed by
+the kernel for memory) leaves the SuperNode waiting until the task's token expires, two
+missed 30-s heartbeats later; only then does it send an error reply for it. For that minute
+the silo answers nothing, so with a 30-s round timeout it misses the next epoch too.
+
+The journal closes that gap. Each task writes its token and, once it has pulled it, the
+message it works on into a private folder of the silo; when the executor reaps a task that
+ended without replying, or finds at its start a task left by an executor that was killed,
+it answers for that task as Flower's own ClientApp process answers a task that raised: an
+error reply to the message ("the ClientApp task died"), then the task's status, failed. The
+SuperNode takes its next message at once. A task that died before pulling its message is
+left to Flower's token expiry, which is right there (nothing was taken).
+
+One executor per SuperNode: the folder holds a lock for as long as its executor lives.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import functools
+import inspect
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+
+__all__ = ["TaskJournal", "default_folder", "alive"]
+
+REASON = "the ClientApp task died before replying (answered by the silo's executor)"
+
+
+def default_folder(runtime_api_address: str) -> Path:
+    """The journal's folder for the SuperNode at ``runtime_api_address`` (one per node)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", runtime_api_address)
+    return Path(tempfile.gettempdir()) / f"hcct-silo-exec-{os.getuid()}-{name}"
+
+
+def _write(path: Path, record: dict) -> None:
+    """Replace ``path`` by ``record`` in one step (a reader never sees half a record)."""
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(record, f)
+    os.replace(tmp, path)
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (and is ours to signal)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process now holds that number
+        return False
+    return True
+
+
+class TaskJournal:
+    """The task records of one silo's executor, in a folder only its user can read.
+
+    Parameters
+    ----------
+    folder : path of the folder (made with mode 0700 if missing; a task token is a
+        credential of the SuperNode's Runtime API)
+    """
+
+    def __init__(self, folder):
+        self.folder = Path(folder)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.folder.stat().st_uid != os.getuid():
+            raise RuntimeError(f"{self.folder} belongs to another user; pass --state-dir")
+        os.chmod(self.folder, 0o700)
+        self._lock = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock)
+            holder = (self.folder / "lock").read_text().strip() or "?"
+            raise RuntimeError(
+                f"another silo-exec (pid {holder}) already serves this SuperNode "
+                f"({self.folder} is locked)"
+            ) from None
+        os.ftruncate(self._lock, 0)
+        os.write(self._lock, str(os.getpid()).encode())
+
+    def record(self, pid: int) -> Path:
+        """Path of the record of the task in process ``pid``."""
+        return self.folder / f"task-{pid}.json"
+
+    def pids(self) -> list:
+        """Process ids of the tasks with a record, alive or not."""
+        return sorted(int(p.stem.removeprefix("task-")) for p in self.folder.glob("task-*.json"))
+
+    def left_behind(self) -> list:
+        """Tasks recorded by an executor before this one whose process has ended."""
+        return [pid for pid in self.pids() if not alive(pid)]
+
+    def in_child(self, token: str) -> None:
+        """In a task's process, before Flower's ClientApp code runs: record its token.
+
+        Flower's pull of the message and push of the reply then update the record.
+        """
+        os.close(self._lock)  # the lock is the executor's: a task must not hold it
+        import flwr.supernode.runtime.run_clientapp as flower_task
+        from flwr.app.message import remove_content_from_message
+        from flwr.common.serde import message_to_proto
+
+        path, record = self.record(os.getpid()), {"token": token}
+        _write(path, record)
+        pull, push = flower_task.pull_task_input, flower_task.push_message
+
+        @functools.wraps(pull)
+        def pulled(client):
+            message, context, run, fab = pull(client)
+            proto = message_to_proto(remove_content_from_message(message))
+            record["message"] = base64.b64encode(proto.SerializeToString()).decode()
+            record["message_id"] = message.metadata.message_id
+            _write(path, record)
+            return message, context, run, fab
+
+        @functools.wraps(push)
+        def pushed(client, message, context):
+            push(client, message, context)
+            record["replied"] = True
+            _write(path, record)
+
+        flower_task.pull_task_input, flower_task.push_message = pulled, pushed
+
+    def settle(self, pid: int, connect) -> str:
+        """Answer for the ended task ``pid`` if it did not reply; forget its record.
+
+        ``connect(token)`` returns a Flower ``RuntimeHttpClient`` authenticated as the task.
+        Returns what was done, in words.
+        """
+        path = self.record(pid)
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            record = {}  # died before its record was whole: nothing to answer for
+        try:
+            if record.get("replied"):
+                return "it had replied"
+            if "message" not in record:
+                return "it had not taken its message (Flower's token expiry frees it)"
+            return _answer(record, connect)
+        finally:
+            path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Release the folder's lock (a new executor may take it)."""
+        os.close(self._lock)
+
+
+def _answer(record: dict, connect) -> str:
+    """Push an error reply to the task's message, then its status: failed."""
+    from flwr.app import Message
+    from flwr.app.error import Error
+    from flwr.common.constant import ErrorCode, SubStatus
+    from flwr.common.serde import message_from_proto
+    from flwr.proto.message_pb2 import Message as ProtoMessage
+    from flwr.supernode.runtime import run_clientapp as flower_task
+
+    proto = ProtoMessage.FromString(base64.b64decode(record["message"]))
+    message = message_from_proto(proto)
+    message.metadata.__dict__["_message_id"] = record["message_id"]
+    reply = Message(Error(code=ErrorCode.CLIENT_APP_CRASHED, reason=REASON), reply_to=message)
+    where = SimpleNamespace(node_id=message.metadata.dst_node_id, run_id=message.metadata.run_id)
+    client = connect(record["token"])
+    try:  # Flower's own push (unwrapped: a task's process records through a wrapper)
+        inspect.unwrap(flower_task.push_message)(client, reply, where)
+    except Exception as err:  # noqa: BLE001 - the SuperNode already settled it (expired token)
+        client.close()
+        return f"not answered: {type(err).__name__}: {err}"
+    flower_task.push_task_output(
+        client=client, context=None, sub_status=SubStatus.FAILED, details=REASON
+    )
+    client.close()
+    return f"answered message {record['message_id'][:12]} with an error reply"
