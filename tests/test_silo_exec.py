@@ -77,10 +77,28 @@ def _message():
 class FakeRuntime:
     """Flower's RuntimeHttpClient as the SuperNode's Runtime API answers one task's token."""
 
-    def __init__(self, token, refuse=False):
+    def __init__(self, token, refuse=False, waiting=()):
         self.token, self.refuse, self.pushed, self.outputs, self.closed = token, refuse, [], [], 0
+        self.waiting, self.confirmed = list(waiting), []  # messages not yet handed out
 
-    def PushMessages(self, request):  # noqa: N802 - Flower's method name
+    def PullMessages(self, request):  # noqa: N802 - Flower's method name
+        from flwr.app.message import remove_content_from_message
+        from flwr.common.serde import message_to_proto
+        from flwr.proto.runtime_pb2 import PullAppMessagesResponse
+        from flwr.supercore.inflatable.inflatable_object import get_object_tree
+
+        if not self.waiting:
+            return PullAppMessagesResponse()
+        message = self.waiting.pop(0)
+        return PullAppMessagesResponse(
+            messages_list=[message_to_proto(remove_content_from_message(message))],
+            message_object_trees=[get_object_tree(message)],
+        )
+
+    def ConfirmMessageReceived(self, request):  # noqa: N802
+        self.confirmed.append(request.message_object_id)
+
+    def PushMessages(self, request):  # noqa: N802
         from flwr.proto.runtime_pb2 import PushAppMessagesResponse
 
         if self.refuse:  # the token expired meanwhile: the SuperNode settled the task itself
@@ -98,9 +116,9 @@ class FakeRuntime:
         self.closed += 1
 
 
-def _connector(clients, refuse=False):
+def _connector(clients, refuse=False, waiting=()):
     def connect(token):
-        clients.append(FakeRuntime(token, refuse))
+        clients.append(FakeRuntime(token, refuse, waiting))
         return clients[-1]
 
     return connect
@@ -159,8 +177,10 @@ def test_a_task_that_replied_or_took_nothing_is_not_answered_for(tmp_path, monke
     journal, pid, clients = TaskJournal(tmp_path), os.getpid(), []
     monkeypatch.setattr(os, "close", lambda fd: None)
     journal.in_child("token-2")
-    # died before pulling: its message is still the SuperNode's to hand out again
-    assert "had not taken its message" in journal.settle(pid, _connector(clients))
+    # died after its message was handed out, before it recorded it: Flower's expiry answers
+    assert "not recorded it" in journal.settle(pid, _connector(clients))
+    assert [(c.pushed, c.outputs) for c in clients] == [([], [])]  # the task is not ended
+    clients.clear()
     journal.in_child("token-3")
     flower_task.pull_task_input(None)
     where = SimpleNamespace(node_id=5, run_id=7)
@@ -172,6 +192,23 @@ def test_a_task_that_replied_or_took_nothing_is_not_answered_for(tmp_path, monke
     flower_task.pull_task_input(None)
     assert "not answered" in journal.settle(pid, _connector(clients, refuse=True))
     assert clients[0].outputs == [] and journal.pids() == []
+
+
+def test_a_task_that_died_before_taking_its_message_takes_it_and_answers(tmp_path, monkeypatch):
+    from flwr.common.serde import message_from_proto
+
+    from hcct_lite.flower.task_journal import TaskJournal
+
+    message, journal, clients = _message(), TaskJournal(tmp_path), []
+    monkeypatch.setattr(os, "close", lambda fd: None)
+    journal.in_child("token-5")  # then killed before it pulled: its message waits
+    said = journal.settle(os.getpid(), _connector(clients, waiting=[message]))
+    assert said == f"answered message {message.metadata.message_id[:12]} with an error reply"
+    (client,) = clients
+    assert client.confirmed == [message.metadata.message_id]
+    (reply,) = [message_from_proto(p) for p in client.pushed]
+    assert reply.metadata.reply_to_message_id == message.metadata.message_id
+    assert reply.has_error() and len(client.outputs) == 1
 
 
 def _dead_pid() -> int:

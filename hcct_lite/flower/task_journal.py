@@ -12,8 +12,9 @@ message it works on into a private folder of the silo; when the executor reaps a
 ended without replying, or finds at its start a task left by an executor that was killed,
 it answers for that task as Flower's own ClientApp process answers a task that raised: an
 error reply to the message ("the ClientApp task died"), then the task's status, failed. The
-SuperNode takes its next message at once. A task that died before pulling its message is
-left to Flower's token expiry, which is right there (nothing was taken).
+SuperNode takes its next message at once. A task that died before taking its message
+takes it first, with its own token, and is answered for alike (otherwise the message would
+wait for a task that no longer exists).
 
 One executor per SuperNode: the folder holds a lock for as long as its executor lives.
 """
@@ -98,10 +99,6 @@ class TaskJournal:
         """Process ids of the tasks with a record, alive or not."""
         return sorted(int(p.stem.removeprefix("task-")) for p in self.folder.glob("task-*.json"))
 
-    def left_behind(self) -> list:
-        """Tasks recorded by an executor before this one whose process has ended."""
-        return [pid for pid in self.pids() if not alive(pid)]
-
     def in_child(self, token: str) -> None:
         """In a task's process, before Flower's ClientApp code runs: record its token.
 
@@ -147,11 +144,12 @@ class TaskJournal:
         try:
             if record.get("replied"):
                 return "it had replied"
-            if "message" not in record:
-                return "it had not taken its message (Flower's token expiry frees it)"
+            if "token" not in record:
+                return "it died before recording its token (Flower's token expiry frees it)"
             return _answer(record, connect)
         finally:
             path.unlink(missing_ok=True)
+            path.with_suffix(".tmp").unlink(missing_ok=True)  # killed while writing
 
     def close(self) -> None:
         """Release the folder's lock (a new executor may take it)."""
@@ -159,27 +157,68 @@ class TaskJournal:
 
 
 def _answer(record: dict, connect) -> str:
-    """Push an error reply to the task's message, then its status: failed."""
+    """Push an error reply to the task's message, then its status: failed.
+
+    A task that had not recorded its message takes it now, with its own token: while its
+    message waits, the SuperNode takes no other, so the first one not yet handed out is
+    the task's. If the message was handed out but not recorded, Flower's token expiry
+    answers it (its error reply is for messages handed out).
+    """
+    client = connect(record["token"])
+    try:
+        message = _recorded(record) if "message" in record else _take(client)
+        if message is None:
+            return "it had taken its message but not recorded it (Flower's expiry answers)"
+        _reply_error(client, message)
+    except Exception as err:  # noqa: BLE001 - the SuperNode already settled it (expired token)
+        return f"not answered: {type(err).__name__}: {err}"
+    finally:
+        client.close()
+    return f"answered message {message.metadata.message_id[:12]} with an error reply"
+
+
+def _recorded(record: dict):
+    from flwr.common.serde import message_from_proto
+    from flwr.proto.message_pb2 import Message as ProtoMessage
+
+    message = message_from_proto(ProtoMessage.FromString(base64.b64decode(record["message"])))
+    message.metadata.__dict__["_message_id"] = record["message_id"]
+    return message
+
+
+def _take(client):
+    """The task's message, from the SuperNode, as the task itself would pull it (or None)."""
+    from flwr.common.serde import message_from_proto
+    from flwr.proto.node_pb2 import Node
+    from flwr.proto.runtime_pb2 import PullAppMessagesRequest
+    from flwr.supercore.inflatable.inflatable_protobuf_utils import (
+        make_confirm_message_received_fn_protobuf,
+    )
+
+    got = client.PullMessages(PullAppMessagesRequest())
+    if not got.messages_list:
+        return None
+    message = message_from_proto(got.messages_list[0])
+    message.metadata.__dict__["_message_id"] = got.message_object_trees[0].object_id
+    node, run_id = Node(node_id=message.metadata.dst_node_id), message.metadata.run_id
+    # received: the SuperNode may drop its stored content, as after the task's own pull
+    make_confirm_message_received_fn_protobuf(client.ConfirmMessageReceived, node, run_id)(
+        message.metadata.message_id
+    )
+    return message
+
+
+def _reply_error(client, message) -> None:
+    """Flower's error reply to ``message`` ("the task died"), then the task's status."""
     from flwr.app import Message
     from flwr.app.error import Error
     from flwr.common.constant import ErrorCode, SubStatus
-    from flwr.common.serde import message_from_proto
-    from flwr.proto.message_pb2 import Message as ProtoMessage
     from flwr.supernode.runtime import run_clientapp as flower_task
 
-    proto = ProtoMessage.FromString(base64.b64decode(record["message"]))
-    message = message_from_proto(proto)
-    message.metadata.__dict__["_message_id"] = record["message_id"]
     reply = Message(Error(code=ErrorCode.CLIENT_APP_CRASHED, reason=REASON), reply_to=message)
     where = SimpleNamespace(node_id=message.metadata.dst_node_id, run_id=message.metadata.run_id)
-    client = connect(record["token"])
-    try:  # Flower's own push (unwrapped: a task's process records through a wrapper)
-        inspect.unwrap(flower_task.push_message)(client, reply, where)
-    except Exception as err:  # noqa: BLE001 - the SuperNode already settled it (expired token)
-        client.close()
-        return f"not answered: {type(err).__name__}: {err}"
+    # Flower's own push (unwrapped: in a task's process it records through a wrapper)
+    inspect.unwrap(flower_task.push_message)(client, reply, where)
     flower_task.push_task_output(
         client=client, context=None, sub_status=SubStatus.FAILED, details=REASON
     )
-    client.close()
-    return f"answered message {record['message_id'][:12]} with an error reply"
