@@ -185,7 +185,7 @@ def test_a_task_that_replied_or_took_nothing_is_not_answered_for(tmp_path, monke
     flower_task.pull_task_input(None)
     where = SimpleNamespace(node_id=5, run_id=7)
     flower_task.push_message(FakeRuntime("token-3"), message, where)  # it replied, then died
-    assert journal.settle(pid, _connector(clients)) == "it had replied"
+    assert journal.settle(pid, _connector(clients)) is None  # it replied: nothing to say
     assert clients == [] and journal.pids() == []
     # a token the SuperNode no longer knows (expired meanwhile): a refusal, nothing else
     journal.in_child("token-4")

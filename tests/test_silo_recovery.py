@@ -12,7 +12,6 @@ from epochs 1-2, silo 2 from epochs 2-3). A second run on the same federation mu
 include every silo.
 """
 
-import json
 import os
 import signal
 import time
@@ -27,6 +26,7 @@ from test_flower_deploy import (  # noqa: E402
     POISON_APP,
     Processes,
     _environment,
+    _outcome,
     _start_federation,
     _stop,
     _submit,
@@ -40,22 +40,6 @@ POISONED = {HUNG: ' poison="hang-at-1"', KILLED: ' poison="hang-at-2"'}
 
 def _children(pid: int) -> list:
     return open(f"/proc/{pid}/task/{pid}/children").read().split()
-
-
-def _result(procs: Processes, settings: str, out: Path, silos: list) -> dict:
-    submit = _submit(procs, POISON_APP, settings, out, silos)
-    try:
-        return _wait(submit, out)
-    finally:
-        if submit.poll() is None:
-            submit.kill()
-
-
-def _wait(submit, out: Path) -> dict:
-    wait_for(out.exists, 600, "the result JSON")
-    said = submit.communicate(timeout=120)[0]
-    assert submit.returncode == 0 and "finished:completed" in said, said
-    return json.loads(out.read_text())
 
 
 def _kill_executor_mid_task(procs: Processes) -> None:
@@ -84,8 +68,9 @@ def test_warm_silos_come_back_in_the_next_epoch_and_the_next_run(tmp_path):
         settings = 'scheme="hcct" round-timeout=25.0 discovery-timeout=60.0'
         submit = _submit(procs, POISON_APP, f"{settings} epochs=4", first, silos)
         _kill_executor_mid_task(procs)
-        run1 = _wait(submit, first)
-        run2 = _result(procs, f"{settings} epochs=1", second, silos)
+        run1 = _outcome(submit, first, 600)
+        submit = _submit(procs, POISON_APP, f"{settings} epochs=1", second, silos)
+        run2 = _outcome(submit, second, 600)
     finally:
         _stop(procs, submit)
     assert [e["missing"] for e in run1["history"]] == [[], [HUNG], [KILLED], []]

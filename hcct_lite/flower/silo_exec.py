@@ -164,7 +164,7 @@ def make_fork_executor(certificates=None, max_task_seconds: float = MAX_TASK_SEC
             if journal is None:
                 return
             what = journal.settle(pid, connect)
-            if what != "it had replied":
+            if what is not None:
                 log.warning("silo-exec: task pid %d ended without replying: %s", pid, what)
 
     return ForkExecutor()

@@ -130,11 +130,11 @@ class TaskJournal:
 
         flower_task.pull_task_input, flower_task.push_message = pulled, pushed
 
-    def settle(self, pid: int, connect) -> str:
+    def settle(self, pid: int, connect) -> str | None:
         """Answer for the ended task ``pid`` if it did not reply; forget its record.
 
         ``connect(token)`` returns a Flower ``RuntimeHttpClient`` authenticated as the task.
-        Returns what was done, in words.
+        Returns None if the task had replied, else what was done, in words.
         """
         path = self.record(pid)
         try:
@@ -143,7 +143,7 @@ class TaskJournal:
             record = {}  # died before its record was whole: nothing to answer for
         try:
             if record.get("replied"):
-                return "it had replied"
+                return None
             if "token" not in record:
                 return "it died before recording its token (Flower's token expiry frees it)"
             return _answer(record, connect)
