@@ -124,6 +124,21 @@ def _connector(clients, refuse=False, waiting=()):
     return connect
 
 
+@pytest.fixture
+def task_process(monkeypatch):
+    """This test's process as a task's, for ``TaskJournal.in_child``; Flower's module back after.
+
+    ``in_child`` wraps Flower's ``pull_task_input`` and ``push_message`` for good (a task's
+    process ends with its task) and closes the executor's lock, which the test keeps.
+    """
+    import flwr.supernode.runtime.run_clientapp as flower_task
+
+    for name in ("pull_task_input", "push_message"):
+        monkeypatch.setattr(flower_task, name, getattr(flower_task, name))  # restored after
+    monkeypatch.setattr(os, "close", lambda fd: None)
+    return flower_task
+
+
 def test_a_second_executor_on_the_same_silo_is_refused(tmp_path, capsys):
     from hcct_lite.flower.task_journal import TaskJournal
 
@@ -137,19 +152,18 @@ def test_a_second_executor_on_the_same_silo_is_refused(tmp_path, capsys):
     TaskJournal(tmp_path / "state").close()  # free again once the first one is gone
 
 
-def test_a_task_that_died_after_taking_its_message_is_answered_with_an_error(tmp_path, monkeypatch):
-    import flwr.supernode.runtime.run_clientapp as flower_task
+def test_a_task_that_died_after_taking_its_message_is_answered_with_an_error(
+    tmp_path, monkeypatch, task_process
+):
     from flwr.common.constant import ErrorCode, SubStatus
     from flwr.common.serde import message_from_proto
 
     from hcct_lite.flower.task_journal import TaskJournal
 
-    message = _message()
+    message, flower_task = _message(), task_process
     # the SuperNode hands the task its message; Flower's push is the real one
     monkeypatch.setattr(flower_task, "pull_task_input", lambda c: (message, "ctx", "run", "fab"))
-    monkeypatch.setattr(flower_task, "push_message", flower_task.push_message)  # restored after
     journal = TaskJournal(tmp_path)
-    monkeypatch.setattr(os, "close", lambda fd: None)  # in_child drops the executor's lock
     journal.in_child("token-1")
     pid = os.getpid()
     assert json.loads(journal.record(pid).read_text()) == {"token": "token-1"}
@@ -166,16 +180,14 @@ def test_a_task_that_died_after_taking_its_message_is_answered_with_an_error(tmp
     assert not journal.record(pid).exists()  # forgotten once settled
 
 
-def test_a_task_that_replied_or_took_nothing_is_not_answered_for(tmp_path, monkeypatch):
-    import flwr.supernode.runtime.run_clientapp as flower_task
-
+def test_a_task_that_replied_or_took_nothing_is_not_answered_for(
+    tmp_path, monkeypatch, task_process
+):
     from hcct_lite.flower.task_journal import TaskJournal
 
-    message = _message()
+    message, flower_task = _message(), task_process
     monkeypatch.setattr(flower_task, "pull_task_input", lambda c: (message, "ctx", "run", "fab"))
-    monkeypatch.setattr(flower_task, "push_message", flower_task.push_message)  # restored after
     journal, pid, clients = TaskJournal(tmp_path), os.getpid(), []
-    monkeypatch.setattr(os, "close", lambda fd: None)
     journal.in_child("token-2")
     # died after its message was handed out, before it recorded it: Flower's expiry answers
     assert "not recorded it" in journal.settle(pid, _connector(clients))
@@ -194,13 +206,12 @@ def test_a_task_that_replied_or_took_nothing_is_not_answered_for(tmp_path, monke
     assert clients[0].outputs == [] and journal.pids() == []
 
 
-def test_a_task_that_died_before_taking_its_message_takes_it_and_answers(tmp_path, monkeypatch):
+def test_a_task_that_died_before_taking_its_message_takes_it_and_answers(tmp_path, task_process):
     from flwr.common.serde import message_from_proto
 
     from hcct_lite.flower.task_journal import TaskJournal
 
     message, journal, clients = _message(), TaskJournal(tmp_path), []
-    monkeypatch.setattr(os, "close", lambda fd: None)
     journal.in_child("token-5")  # then killed before it pulled: its message waits
     said = journal.settle(os.getpid(), _connector(clients, waiting=[message]))
     assert said == f"answered message {message.metadata.message_id[:12]} with an error reply"

@@ -39,7 +39,7 @@ POISONED = {HUNG: ' poison="hang-at-1"', KILLED: ' poison="hang-at-2"'}
 
 
 def _children(pid: int) -> list:
-    return open(f"/proc/{pid}/task/{pid}/children").read().split()
+    return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
 
 
 def _kill_executor_mid_task(procs: Processes) -> None:
