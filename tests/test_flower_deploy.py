@@ -113,7 +113,11 @@ def register(key: Path, env: dict) -> int:
 
 
 class Processes:
-    """Processes started by the test, each in its own session, stopped by process id."""
+    """Processes started by the test, each in its own session, stopped by process id.
+
+    Each dies with the test's process if that is killed (:func:`die_with_parent`): a CI
+    timeout leaves no SuperLink, SuperNode or executor running.
+    """
 
     def __init__(self, folder: Path, env: dict):
         self.folder, self.env, self.procs = folder, env, {}
@@ -127,6 +131,7 @@ class Processes:
             env=self.env,
             cwd=self.folder,
             start_new_session=True,
+            preexec_fn=die_with_parent(),  # a killed test run leaves no federation behind
         )
         self.procs[name] = p
         return p

@@ -4,8 +4,8 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,18 +20,29 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _start_two_children(tmp_path) -> tuple:
+# how the starter starts its bound child: the helper itself, or the deployment tests' own
+# starter of SuperLinks, SuperNodes and executors
+BOUND = {
+    "die_with_parent": "from hcct_lite.flower.processes import die_with_parent\n"
+    "bound = subprocess.Popen(sleep, start_new_session=True, preexec_fn=die_with_parent())",
+    "Processes.start": f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+    "from test_flower_deploy import Processes\n"
+    "bound = Processes(folder, dict(os.environ)).start('sleep', *sleep)",
+}
+
+
+def _start_two_children(tmp_path, how: str) -> tuple:
     """A starter process with two sleeping children in sessions of their own (as the
     deployment test starts its SuperLink and SuperNodes): one asks to die with its starter."""
-    code = textwrap.dedent(f"""
-        import subprocess, sys, time
-        from hcct_lite.flower.processes import die_with_parent
-        sleep = [sys.executable, "-c", "import time; time.sleep(600)"]
-        bound = subprocess.Popen(sleep, start_new_session=True, preexec_fn=die_with_parent())
-        free = subprocess.Popen(sleep, start_new_session=True)
-        open({str(tmp_path / "pids")!r}, "w").write(f"{{bound.pid}} {{free.pid}}")
-        time.sleep(600)
-    """)
+    code = "\n".join([
+        "import os, pathlib, subprocess, sys, time",
+        f"folder = pathlib.Path({str(tmp_path)!r})",
+        "sleep = [sys.executable, '-c', 'import time; time.sleep(600)']",
+        BOUND[how],
+        "free = subprocess.Popen(sleep, start_new_session=True)",
+        "(folder / 'pids').write_text(f'{bound.pid} {free.pid}')",
+        "time.sleep(600)",
+    ])  # fmt: skip
     starter = subprocess.Popen([sys.executable, "-c", code])
     deadline = time.monotonic() + 60
     while not (tmp_path / "pids").exists() or len((tmp_path / "pids").read_text().split()) < 2:
@@ -41,8 +52,9 @@ def _start_two_children(tmp_path) -> tuple:
     return starter, bound, free
 
 
-def test_a_child_started_with_die_with_parent_ends_when_its_starter_is_killed(tmp_path):
-    starter, bound, free = _start_two_children(tmp_path)
+@pytest.mark.parametrize("how", sorted(BOUND))
+def test_a_child_started_with_die_with_parent_ends_when_its_starter_is_killed(tmp_path, how):
+    starter, bound, free = _start_two_children(tmp_path, how)
     try:
         assert _alive(bound) and _alive(free)
         starter.send_signal(signal.SIGKILL)  # as a CI timeout kills a test run
