@@ -167,66 +167,70 @@ def _is_number(x) -> bool:
     return isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool)
 
 
-def validate_config(cfg: RunConfig) -> None:
-    """Raise ``ValueError`` naming the first setting of ``cfg`` that is out of range."""
+def _need(ok: bool, what: str) -> None:
+    if not ok:
+        raise ValueError(what)
 
-    def need(ok, what):
-        if not ok:
-            raise ValueError(what)
 
-    _check_counts(cfg)
-
-    need(
-        isinstance(cfg.seed, int) and 0 <= cfg.seed < 2**32,
-        f"seed must be an int in [0, 2**32); got {cfg.seed}",
-    )
-    need(np.isfinite(cfg.alpha) and cfg.alpha >= 0, f"alpha must be >= 0; got {cfg.alpha}")
-    need(np.isfinite(cfg.lr) and cfg.lr > 0, f"lr must be a finite number > 0; got {cfg.lr}")
-    need(
+def _check_step_size(cfg: RunConfig) -> None:
+    """``lr`` within the range where float32 SGD neither diverges nor stands still."""
+    _need(np.isfinite(cfg.lr) and cfg.lr > 0, f"lr must be a finite number > 0; got {cfg.lr}")
+    _need(
         cfg.lr <= MAX_LR,
         f"lr {cfg.lr} is too large: one SGD step moves each weight by lr x its gradient, and "
         f"above {MAX_LR:g} that diverges (at 1e20 every reply overflows float32); use lr <= "
         f"{MAX_LR:g}",
     )
-    need(
+    _need(
         cfg.lr >= MIN_LR,
         f"lr {cfg.lr} is too small: float32 weights would not change and every update would "
         f"be zero; use lr >= {MIN_LR}",
     )
-    need(
+
+
+def validate_config(cfg: RunConfig) -> None:
+    """Raise ``ValueError`` naming the first setting of ``cfg`` that is out of range."""
+    _check_counts(cfg)
+    _need(
+        isinstance(cfg.seed, int) and 0 <= cfg.seed < 2**32,
+        f"seed must be an int in [0, 2**32); got {cfg.seed}",
+    )
+    _need(np.isfinite(cfg.alpha) and cfg.alpha >= 0, f"alpha must be >= 0; got {cfg.alpha}")
+    _check_step_size(cfg)
+    _need(
         np.isfinite(cfg.norm_limit) and (cfg.norm_limit == 0 or cfg.norm_limit >= 2),
         f"norm_limit must be 0 (off) or a factor >= 2 (below 2, half of an even round could "
         f"be rejected); got {cfg.norm_limit}",
     )
     _check_aggregation(cfg)
-    need(0 < cfg.lr_decay <= 1, f"lr_decay must be in (0, 1]; got {cfg.lr_decay}")
-    need(0 < cfg.train_ratio < 1, f"train_ratio must be in (0, 1); got {cfg.train_ratio}")
-    need(
+    _need(0 < cfg.lr_decay <= 1, f"lr_decay must be in (0, 1]; got {cfg.lr_decay}")
+    _need(0 < cfg.train_ratio < 1, f"train_ratio must be in (0, 1); got {cfg.train_ratio}")
+    _need(
         1 <= cfg.soft_groups <= cfg.cluster_models,
         f"soft_groups must be in [1, cluster_models={cfg.cluster_models}]; got {cfg.soft_groups}",
     )
-    need(
+    _need(
         cfg.maxfl_threshold in ("distance", "reference-loss"),
         f"maxfl_threshold must be 'distance' or 'reference-loss'; got {cfg.maxfl_threshold!r}",
     )
     if cfg.initial_clients is not None:
-        need(
+        _need(
             1 <= cfg.initial_clients <= cfg.n_clients,
             f"initial_clients must be in [1, n_clients={cfg.n_clients}]; got {cfg.initial_clients}",
         )
     if cfg.fixed_groups is not None:
-        need(
+        _need(
             1 <= cfg.fixed_groups <= cfg.n_clients,
             f"fixed_groups must be in [1, n_clients={cfg.n_clients}]; got {cfg.fixed_groups}",
         )
     if cfg.scheme == "fixed" or cfg.partition is not None:
         flat = sorted(i for g in (cfg.partition or []) for i in g)
-        need(
+        _need(
             flat == list(range(cfg.n_clients)),
             f"partition must split clients 0..{cfg.n_clients - 1} into disjoint groups; "
             f"got {cfg.partition}",
         )
-    need(
+    _need(
         cfg.device in ("cpu", "cuda", "auto") or cfg.device.startswith("cuda:"),
         f"device must be auto, cpu or cuda; got {cfg.device!r}",
     )
