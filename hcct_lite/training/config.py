@@ -128,11 +128,17 @@ MIN_LR = 1e-8
 MAX_LR = 100.0
 
 
+def _need(ok: bool, what: str) -> None:
+    if not ok:
+        raise ValueError(what)
+
+
 def _check_count(name: str, value, low: int, high: int, why: str = "") -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be an int; got {value!r}")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be in [{low}, {high}]{why}; got {value}")
+    _need(
+        isinstance(value, (int, np.integer)) and not isinstance(value, bool),
+        f"{name} must be an int; got {value!r}",
+    )
+    _need(low <= value <= high, f"{name} must be in [{low}, {high}]{why}; got {value}")
 
 
 def _check_counts(cfg: RunConfig) -> None:
@@ -153,23 +159,23 @@ def _check_counts(cfg: RunConfig) -> None:
 def _check_aggregation(cfg: RunConfig) -> None:
     from ..schemes.robust import AGGREGATORS
 
-    if cfg.aggregator not in AGGREGATORS:
-        raise ValueError(f"aggregator must be one of {', '.join(AGGREGATORS)}; "
-                         f"got {cfg.aggregator!r}")  # fmt: skip
-    if not (_is_number(cfg.clip_factor) and 1 <= cfg.clip_factor < math.inf):
-        raise ValueError(f"clip_factor must be a finite number >= 1 (a multiple of the "
-                         f"median update); got {cfg.clip_factor!r}")  # fmt: skip
-    if not (_is_number(cfg.trim_fraction) and 0 <= cfg.trim_fraction < 0.5):
-        raise ValueError(f"trim_fraction must be in [0, 0.5); got {cfg.trim_fraction!r}")
+    _need(
+        cfg.aggregator in AGGREGATORS,
+        f"aggregator must be one of {', '.join(AGGREGATORS)}; got {cfg.aggregator!r}",
+    )
+    _need(
+        _is_number(cfg.clip_factor) and 1 <= cfg.clip_factor < math.inf,
+        f"clip_factor must be a finite number >= 1 (a multiple of the median update); "
+        f"got {cfg.clip_factor!r}",
+    )
+    _need(
+        _is_number(cfg.trim_fraction) and 0 <= cfg.trim_fraction < 0.5,
+        f"trim_fraction must be in [0, 0.5); got {cfg.trim_fraction!r}",
+    )
 
 
 def _is_number(x) -> bool:
     return isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool)
-
-
-def _need(ok: bool, what: str) -> None:
-    if not ok:
-        raise ValueError(what)
 
 
 def _check_step_size(cfg: RunConfig) -> None:
