@@ -29,14 +29,15 @@ import subprocess
 import time
 
 from hcct_lite.reproduction.paper_grids import grid_jobs
-from hcct_lite.runs.jobs import one_torch_thread, run_job
+from hcct_lite.runs.jobs import one_torch_thread, run_job, with_settings
 from hcct_lite.runs.runner import pending_jobs
 from hcct_lite.training.config import make_config
 
 
 @functools.cache  # asked of every job in flight twice a second
 def n_clients(job) -> int:
-    return make_config(job.task, job.scheme, job.seed, **job.overrides).n_clients
+    kw = dict(job.overrides, cuda_graphs=False)  # the count only; no device needed for it
+    return make_config(job.task, job.scheme, job.seed, **kw).n_clients
 
 
 def ordered(todo) -> list:
@@ -107,10 +108,14 @@ def main(argv=None) -> int:
     p.add_argument("--s-per-client", type=float, default=2.0, help="first time estimate")
     p.add_argument("--log", default="runs.jsonl")
     p.add_argument("--device", default="cuda", help="cpu only to try this script out")
+    p.add_argument("--norm-limit", type=float, help="every run's norm rule (reproduce's)")
+    p.add_argument("--cuda-graphs", action="store_true", help="replay local steps as CUDA graphs")
     a = p.parse_args(argv)
     t0 = time.time()
     say = lambda msg: print(f"[{time.time() - t0:6.1f} s] {msg}", flush=True)  # noqa: E731
-    todo = ordered(pending_jobs(grid_jobs(a.grids), a.out, a.device, True, lambda m: None))
+    jobs = with_settings(grid_jobs(a.grids), norm_limit=a.norm_limit,
+                         cuda_graphs=a.cuda_graphs or None)  # fmt: skip
+    todo = ordered(pending_jobs(jobs, a.out, a.device, True, lambda m: None))
     budget = (a.memory_gb or card_memory_gb()) * 0.92
     say(f"{len(todo)} runs to do, {a.workers} workers, {budget:.0f} GB to fill")
     mem = lambda j: a.gb_base + a.gb_per_client * n_clients(j)  # noqa: E731

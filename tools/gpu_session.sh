@@ -2,8 +2,7 @@
 # One lease of a GPU machine: the missing runs of the given grids before a deadline, the
 # card sampled every 2 s, and what came back packed into $OUT.
 #   OUT=/some/dir HCCT_DATA_DIR=... bash tools/gpu_session.sh SECONDS GRID...
-# Runs share the card through CUDA MPS where the machine can start it (the same kernels,
-# so the same arithmetic; processes' kernels overlap instead of taking turns).
+# Runs share the card through CUDA MPS where the machine can start it (tools/gpu_mps.sh).
 set -u
 deadline=$1
 shift
@@ -13,18 +12,7 @@ touch /tmp/gpu-session-start
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 python3 -c 'import torch, numpy; print("torch", torch.__version__, "numpy", numpy.__version__)'
 
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
-mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-mps=off
-# A daemon left by an earlier command on the same machine is kept, not started twice.
-if { echo get_server_list | nvidia-cuda-mps-control > /dev/null 2>&1 \
-  || nvidia-cuda-mps-control -d 2> "$out/mps.txt"; } \
-  && timeout 60 python3 -c 'import torch; assert torch.ones(8, device="cuda").sum().item() == 8'; then
-  mps=on
-else
-  echo quit | nvidia-cuda-mps-control 2> /dev/null
-  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
-fi
+source tools/gpu_mps.sh
 echo "MPS $mps after $(($(date +%s) - t0)) s" | tee -a "$out/mps.txt"
 
 nvidia-smi --query-gpu=timestamp,utilization.gpu,utilization.memory,memory.used,memory.total \

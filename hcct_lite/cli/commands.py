@@ -52,13 +52,16 @@ def _verify(args) -> int:
 
 def _reproduce(args) -> int:
     from ..reproduction.paper_grids import GRIDS, PAPER_PART, grid_jobs
+    from ..runs.jobs import with_settings
     from ..runs.runner import run_jobs
     from ..runs.store import check_output_path
 
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1; got {args.workers}")
     names = list(GRIDS) if args.grids == ["all"] else args.grids
-    jobs = grid_jobs(names, args.seeds)
+    graphs = args.cuda_graphs or None  # off: the grids' own setting, as before the switch
+    jobs = with_settings(grid_jobs(names, args.seeds), norm_limit=args.norm_limit,
+                         cuda_graphs=graphs)  # fmt: skip
     if args.list:
         for name in names:
             runs = sum(j.grid == name for j in jobs)

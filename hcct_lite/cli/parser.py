@@ -192,6 +192,18 @@ def _add_paper_commands(sub) -> None:
     rep.add_argument("--list", action="store_true", help="list the grids and their run counts")
     rep.add_argument("--no-report", action="store_true", help="do not rewrite the report")
     rep.add_argument("--report", default="docs/reproduction.md", help="report to regenerate")
+    rep.add_argument(
+        "--norm-limit",
+        type=float,
+        help="every run's norm rule (default each grid's own, 20; 0 turns it off, as the "
+        "shipped Digit results that predate the rule ran)",
+    )
+    rep.add_argument(
+        "--cuda-graphs",
+        action="store_true",
+        help="with --device cuda: replay each local step as a CUDA graph (the same kernels, "
+        "fewer launches)",
+    )
     _store_options(rep, capability="default")
     _cluster_options(rep)
     ver = sub.add_parser(

@@ -7,13 +7,21 @@ a pool worker, a Ray task) and :func:`store_job` writes its result where the gri
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..training.config import make_config
 from ..training.engine import run_experiment
 from .results import write_json
 
-__all__ = ["Job", "job_path", "compute_job", "store_job", "run_job", "one_torch_thread"]
+__all__ = [
+    "Job",
+    "job_path",
+    "with_settings",
+    "compute_job",
+    "store_job",
+    "run_job",
+    "one_torch_thread",
+]
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,15 @@ class Job:
 def job_path(out_dir: str, job: Job) -> str:
     """Where ``job`` writes its result: ``out_dir/<grid>/<name>.json``."""
     return os.path.join(out_dir, job.grid, f"{job.name}.json")
+
+
+def with_settings(jobs, **settings) -> list:
+    """``jobs`` with ``settings`` added to every job's overrides (None values left out).
+
+    ``reproduce --norm-limit 0`` runs every job of its grids without the norm rule, say.
+    """
+    extra = {k: v for k, v in settings.items() if v is not None}
+    return [replace(j, overrides=dict(j.overrides, **extra)) for j in jobs] if extra else list(jobs)
 
 
 def _slim(result: dict, keep_cosines_epoch: int = 1) -> dict:

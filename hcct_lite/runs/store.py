@@ -30,8 +30,9 @@ TEMP_PREFIX = ".tmp-"
 _STALE_TEMP_SECONDS = 60.0
 # how reuse_problem starts the reason of a result written by other code
 OTHER_CODE = "written by other code"
-# settings that do not change what a run computes (where it ran, where data came from)
-_NOT_COMPARED = ("device", "data_root", "download")
+# settings that do not change what a run computes (where it ran, where data came from, and
+# whether a GPU replayed its steps as CUDA graphs: the same kernels)
+_NOT_COMPARED = ("device", "data_root", "download", "cuda_graphs")
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
     (stat.S_ISFIFO, "a FIFO"),

@@ -73,6 +73,9 @@ class RunConfig:
     data_root: str | None = None
     download: bool = True
     device: str = "cpu"
+    # on a GPU, each local step's forward and backward pass replayed as one CUDA graph (the
+    # same kernels; hcct_lite.training.graphs)
+    cuda_graphs: bool = False
 
     def to_dict(self) -> dict:
         """Every setting as a plain dict (the result JSON's ``config``)."""
@@ -174,6 +177,20 @@ def _check_aggregation(cfg: RunConfig) -> None:
     )
 
 
+def _check_device(cfg: RunConfig) -> None:
+    _need(
+        isinstance(cfg.device, str)
+        and (cfg.device in ("cpu", "cuda", "auto") or cfg.device.startswith("cuda:")),
+        f"device must be auto, cpu or cuda; got {cfg.device!r}",
+    )
+    _need(isinstance(cfg.cuda_graphs, bool), f"cuda_graphs must be a bool; got {cfg.cuda_graphs!r}")
+    _need(
+        not (cfg.cuda_graphs and cfg.device == "cpu"),
+        "cuda_graphs needs a GPU: use device 'cuda' (or 'auto' on a machine with one), "
+        "or turn cuda_graphs off",
+    )
+
+
 def _is_number(x) -> bool:
     return isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool)
 
@@ -236,10 +253,7 @@ def validate_config(cfg: RunConfig) -> None:
             f"partition must split clients 0..{cfg.n_clients - 1} into disjoint groups; "
             f"got {cfg.partition}",
         )
-    _need(
-        cfg.device in ("cpu", "cuda", "auto") or cfg.device.startswith("cuda:"),
-        f"device must be auto, cpu or cuda; got {cfg.device!r}",
-    )
+    _check_device(cfg)
 
 
 def arrival_epochs(cfg: RunConfig) -> np.ndarray:

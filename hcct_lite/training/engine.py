@@ -20,6 +20,7 @@ from ..schemes.base import ServerView
 from ..schemes.registry import make_scheme
 from ..schemes.robust import local_steps
 from .config import RunConfig, arrival_epochs
+from .graphs import GraphedSGDTrainer
 from .local import SGDTrainer, clone_state, evaluate, seed_global_stream
 from .models import build_model, head_names
 from .provenance import provenance
@@ -111,7 +112,8 @@ class LocalBackend:
             raise ValueError(f"expected {cfg.n_clients} clients, got {len(clients)}")
         self.clients = clients
         self.model = model
-        self.trainer = SGDTrainer(
+        trainer = GraphedSGDTrainer if cfg.cuda_graphs else SGDTrainer
+        self.trainer = trainer(
             model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed, device
         )
         self.sizes = np.array([c.size for c in clients], dtype=np.int64)
@@ -174,10 +176,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
     t0 = time.perf_counter()
     device = resolve_device(cfg.device)
     model = init_model(cfg, 0, device)
-    if backend is None:
-        backend = LocalBackend(
-            cfg, build_clients(cfg) if clients is None else clients, model, device
-        )
+    backend = _backend(cfg, clients, backend, model, device)
     steps = local_steps(backend.sizes, cfg.batch_size, cfg.local_epochs)
     screen = ReplyScreen(backend.sizes, cfg.norm_limit, steps)
     server = ServerView(
@@ -225,6 +224,18 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         # wall-clock times apart: two runs of one command differ only inside "timing"
         "timing": {"seconds": time.perf_counter() - t0, "epoch_seconds": epoch_seconds},
     }
+
+
+def _backend(cfg, clients, backend, model, device):
+    """``backend``, or a :class:`LocalBackend` over ``clients`` (built from ``cfg`` if None)."""
+    if backend is None:
+        return LocalBackend(cfg, build_clients(cfg) if clients is None else clients, model, device)
+    if cfg.cuda_graphs:  # a backend's clients train with their own trainer
+        raise ValueError(
+            f"cuda_graphs applies to clients trained in this process; {type(backend).__name__} "
+            "trains its own: turn cuda_graphs off"
+        )
+    return backend
 
 
 def _progress_bar(cfg):

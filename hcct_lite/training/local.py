@@ -128,6 +128,7 @@ class SGDTrainer:
         self.update_names = list(model.state_dict()) if include_buffers else params
         self.loss_fn = nn.CrossEntropyLoss()
         self.has_batchnorm = _has_batchnorm(model)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
 
     @override
     def train(self, starts: dict, clients: dict, lr: float, epoch: int) -> dict:
@@ -136,37 +137,59 @@ class SGDTrainer:
     def train_one(self, start: dict, data: ClientData, lr: float, epoch: int, client: int):
         """Local SGD of one client from ``start``; returns its LocalResult."""
         model = self.model
+        self._prepare(data)
         load_state(model, start)
         set_mode(model, training=True)
         gen = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch * 10_007 + client)
         # Dropout draws from torch's global stream: seed it per client and epoch as well.
         seed_global_stream(int(torch.randint(0, 2**62, (1,), generator=gen)), self.device)
-        params = [p for p in model.parameters() if p.requires_grad]
         x, y = data.x_train.to(self.device), data.y_train.to(self.device)
         n = y.shape[0]
         steps = math.ceil(n / self.batch_size)
         skip_single = self.has_batchnorm
         for _ in range(self.local_epochs):
             perm = torch.randperm(n, generator=gen).to(self.device)
-            # Statistics stay on the device: one host sync per client, not two per step.
-            loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
-            correct = torch.zeros((), dtype=torch.int64, device=self.device)
+            stats = self._new_stats()
             for s in range(steps):
                 idx = perm[s * self.batch_size : (s + 1) * self.batch_size]
                 if idx.numel() == 1 and skip_single:
                     continue  # batch norm cannot train on one sample
-                out = model(x[idx])
-                loss = self.loss_fn(out, y[idx])
-                for p in params:
-                    p.grad = None
-                loss.backward()
-                with torch.no_grad():  # plain SGD, as torch.optim.SGD without momentum
-                    torch._foreach_add_(params, [p.grad for p in params], alpha=-lr)
-                loss_sum += loss.detach().double() * idx.numel()
-                correct += (out.argmax(1) == y[idx]).sum()
+                self._step(x, y, idx, lr, stats)
+        loss_sum, correct = stats
         end = clone_state(model.state_dict())
         upd = update_of(start, end, lr, self.update_names)
         return LocalResult(end, upd, n, float(loss_sum) / n, float(correct) / n)
+
+    def _prepare(self, data: ClientData) -> None:
+        """Run before a client with ``data`` loads its state (nothing here).
+
+        A subclass may build per-batch-size work there: the workspace is about to be reset.
+        """
+
+    def _new_stats(self) -> tuple:
+        """Fresh (loss sum, correct count) accumulators.
+
+        On the device: one host sync per client, not two per step.
+        """
+        return (
+            torch.zeros((), dtype=torch.float64, device=self.device),
+            torch.zeros((), dtype=torch.int64, device=self.device),
+        )
+
+    def _step(self, x, y, idx, lr: float, stats: tuple) -> None:
+        """One SGD step on the samples ``idx`` (B,) of ``x`` (n, ...) and ``y`` (n,).
+
+        The batch's summed loss and correct count are added to ``stats``.
+        """
+        out = self.model(x[idx])
+        loss = self.loss_fn(out, y[idx])
+        for p in self.params:
+            p.grad = None
+        loss.backward()
+        with torch.no_grad():  # plain SGD, as torch.optim.SGD without momentum
+            torch._foreach_add_(self.params, [p.grad for p in self.params], alpha=-lr)
+        stats[0].add_(loss.detach().double() * idx.numel())
+        stats[1].add_((out.argmax(1) == y[idx]).sum())
 
 
 def seed_global_stream(seed: int, device) -> None:
