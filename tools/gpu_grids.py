@@ -109,12 +109,12 @@ def main(argv=None) -> int:
     p.add_argument("--log", default="runs.jsonl")
     p.add_argument("--device", default="cuda", help="cpu only to try this script out")
     p.add_argument("--norm-limit", type=float, help="every run's norm rule (reproduce's)")
-    p.add_argument("--cuda-graphs", action="store_true", help="replay local steps as CUDA graphs")
+    p.add_argument("--cuda-graphs", action="store_true", default=None, help="local steps as graphs")
     a = p.parse_args(argv)
     t0 = time.time()
     say = lambda msg: print(f"[{time.time() - t0:6.1f} s] {msg}", flush=True)  # noqa: E731
     jobs = with_settings(grid_jobs(a.grids), norm_limit=a.norm_limit,
-                         cuda_graphs=a.cuda_graphs or None)  # fmt: skip
+                         cuda_graphs=a.cuda_graphs)  # fmt: skip
     todo = ordered(pending_jobs(jobs, a.out, a.device, True, lambda m: None))
     budget = (a.memory_gb or card_memory_gb()) * 0.92
     say(f"{len(todo)} runs to do, {a.workers} workers, {budget:.0f} GB to fill")

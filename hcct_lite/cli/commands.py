@@ -59,9 +59,8 @@ def _reproduce(args) -> int:
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1; got {args.workers}")
     names = list(GRIDS) if args.grids == ["all"] else args.grids
-    graphs = args.cuda_graphs or None  # off: the grids' own setting, as before the switch
     jobs = with_settings(grid_jobs(names, args.seeds), norm_limit=args.norm_limit,
-                         cuda_graphs=graphs)  # fmt: skip
+                         cuda_graphs=args.cuda_graphs)  # fmt: skip
     if args.list:
         for name in names:
             runs = sum(j.grid == name for j in jobs)

@@ -201,6 +201,7 @@ def _add_paper_commands(sub) -> None:
     rep.add_argument(
         "--cuda-graphs",
         action="store_true",
+        default=None,  # unset: each grid's own setting
         help="with --device cuda: replay each local step as a CUDA graph (the same kernels, "
         "fewer launches)",
     )

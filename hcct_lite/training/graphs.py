@@ -59,7 +59,6 @@ class GraphedSGDTrainer(SGDTrainer):
         self._graphs: dict[tuple, _StepGraph] = {}  # (batch size, input shape, dtype) ->
         self._stats = super()._new_stats()  # static: every graph adds into these
         self._pool = None  # the graphs' shared memory pool, made by the first recording
-        self._key = None
 
     @override
     def _prepare(self, data) -> None:
@@ -68,7 +67,6 @@ class GraphedSGDTrainer(SGDTrainer):
         for b in ({self.batch_size} if full else set()) | ({last} if last else set()):
             if (b, shape, dtype) not in self._graphs and not (b == 1 and self.has_batchnorm):
                 self._graphs[b, shape, dtype] = self._record(b, shape, dtype)
-        self._key = (shape, dtype)
 
     @override
     def _new_stats(self) -> tuple:
@@ -78,19 +76,12 @@ class GraphedSGDTrainer(SGDTrainer):
 
     @override
     def _step(self, x, y, idx, lr: float, stats: tuple) -> None:
-        g = self._graphs[(idx.numel(), *self._key)]
+        g = self._graphs[idx.numel(), tuple(x.shape[1:]), x.dtype]
         torch.index_select(x, 0, idx, out=g.x)
         torch.index_select(y, 0, idx, out=g.y)
         g.graph.replay()
         with torch.no_grad():  # the eager update of SGDTrainer._step, on this graph's grads
             torch._foreach_add_(self.params, g.grads, alpha=-lr)
-
-    def _forward_backward(self, xb, yb) -> None:
-        out = self.model(xb)
-        loss = self.loss_fn(out, yb)
-        loss.backward()
-        self._stats[0].add_(loss.detach().double() * yb.shape[0])
-        self._stats[1].add_((out.argmax(1) == yb).sum())
 
     def _record(self, b: int, shape: tuple, dtype) -> _StepGraph:
         """Warm up, then record a forward and backward pass.
@@ -110,13 +101,13 @@ class GraphedSGDTrainer(SGDTrainer):
             for _ in range(_WARMUP_STEPS):
                 for p in self.params:
                     p.grad = None
-                self._forward_backward(xb, yb)
+                self._forward_backward(xb, yb, self._stats)
         torch.cuda.current_stream(self.device).wait_stream(side)
         for p in self.params:
             p.grad = None  # the graph's backward then writes fresh gradients, not sums
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self._pool):
-            self._forward_backward(xb, yb)
+            self._forward_backward(xb, yb, self._stats)
         self._pool = graph.pool() if self._pool is None else self._pool
         grads = [p.grad for p in self.params]
         for p in self.params:

@@ -181,15 +181,22 @@ class SGDTrainer:
 
         The batch's summed loss and correct count are added to ``stats``.
         """
-        out = self.model(x[idx])
-        loss = self.loss_fn(out, y[idx])
         for p in self.params:
             p.grad = None
-        loss.backward()
+        self._forward_backward(x[idx], y[idx], stats)
         with torch.no_grad():  # plain SGD, as torch.optim.SGD without momentum
             torch._foreach_add_(self.params, [p.grad for p in self.params], alpha=-lr)
-        stats[0].add_(loss.detach().double() * idx.numel())
-        stats[1].add_((out.argmax(1) == y[idx]).sum())
+
+    def _forward_backward(self, xb, yb, stats: tuple) -> None:
+        """Loss and gradients of the batch ``xb`` (B, ...), ``yb`` (B,).
+
+        The batch's summed loss and correct count are added to ``stats``.
+        """
+        out = self.model(xb)
+        loss = self.loss_fn(out, yb)
+        loss.backward()
+        stats[0].add_(loss.detach().double() * yb.shape[0])
+        stats[1].add_((out.argmax(1) == yb).sum())
 
 
 def seed_global_stream(seed: int, device) -> None:
