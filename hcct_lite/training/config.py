@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from .tasks import TASKS
 
@@ -24,6 +25,8 @@ __all__ = [
     "parse_partition",
 ]
 
+# gpu_precision: "default" is torch's (float32; cuDNN may take TF32 for convolutions)
+GPU_PRECISIONS = ("default", "tf32", "bf16")
 SCHEMES = ("independent", "global", "hcct", "hcct-e", "hcct-p", "maxfl", "fedfa", "ifca", "flsc")
 # Not a scheme of the paper: a partition given by hand (`partition=`), e.g. Table II's patterns.
 EXTRA_SCHEMES = ("fixed",)
@@ -76,6 +79,10 @@ class RunConfig:
     # on a GPU, each local step's forward and backward pass replayed as one CUDA graph (the
     # same kernels; hcct_lite.training.graphs)
     cuda_graphs: bool = False
+    # every client of an epoch trained at once on stacked networks (another summation order;
+    # hcct_lite.training.batched), and on a GPU the arithmetic of those steps
+    batched_clients: bool = False
+    gpu_precision: str = "default"
 
     def to_dict(self) -> dict:
         """Every setting as a plain dict (the result JSON's ``config``)."""
@@ -189,6 +196,33 @@ def _check_device(cfg: RunConfig) -> None:
         "cuda_graphs needs a GPU: use device 'cuda' (or 'auto' on a machine with one), "
         "or turn cuda_graphs off",
     )
+    _check_batched(cfg)
+
+
+def _check_batched(cfg: RunConfig) -> None:
+    _need(
+        isinstance(cfg.batched_clients, bool),
+        f"batched_clients must be a bool; got {cfg.batched_clients!r}",
+    )
+    _need(
+        cfg.gpu_precision in GPU_PRECISIONS,
+        f"gpu_precision must be one of {', '.join(GPU_PRECISIONS)}; got {cfg.gpu_precision!r}",
+    )
+    _need(
+        not (cfg.batched_clients and cfg.cuda_graphs),
+        "batched_clients and cuda_graphs are two ways of training: turn one off",
+    )
+    _need(
+        cfg.gpu_precision == "default" or (cfg.batched_clients and cfg.device != "cpu"),
+        f"gpu_precision {cfg.gpu_precision!r} applies to batched_clients on a GPU: set "
+        "batched_clients and device 'cuda', or leave gpu_precision 'default'",
+    )
+    if cfg.batched_clients:
+        from .models import build_model, check_stackable
+
+        with torch.device("meta"):  # the layers' kinds only: no weights drawn or stored
+            model = build_model(cfg.model)
+        check_stackable(model)
 
 
 def _is_number(x) -> bool:

@@ -19,6 +19,7 @@ from ..partition.updates import cosine_matrix
 from ..schemes.base import ServerView
 from ..schemes.registry import make_scheme
 from ..schemes.robust import local_steps
+from .batched import BatchedSGDTrainer
 from .config import RunConfig, arrival_epochs
 from .graphs import GraphedSGDTrainer
 from .local import SGDTrainer, clone_state, evaluate, seed_global_stream
@@ -112,10 +113,12 @@ class LocalBackend:
             raise ValueError(f"expected {cfg.n_clients} clients, got {len(clients)}")
         self.clients = clients
         self.model = model
-        trainer = GraphedSGDTrainer if cfg.cuda_graphs else SGDTrainer
-        self.trainer = trainer(
-            model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed, device
-        )
+        args = (model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed)
+        if cfg.batched_clients:
+            self.trainer = BatchedSGDTrainer(*args, device, cfg.gpu_precision)
+        else:
+            trainer = GraphedSGDTrainer if cfg.cuda_graphs else SGDTrainer
+            self.trainer = trainer(*args, device)
         self.sizes = np.array([c.size for c in clients], dtype=np.int64)
         self.domains = [c.domain for c in clients]
 
@@ -125,6 +128,9 @@ class LocalBackend:
 
     @override
     def evaluate(self, states: dict) -> dict:
+        if isinstance(self.trainer, BatchedSGDTrainer):  # every client in one pass
+            tests = {i: (self.clients[i].x_test, self.clients[i].y_test) for i in states}
+            return self.trainer.evaluate(states, tests)
         out, loaded = {}, None
         # Clients holding the same model object (a group's) load it once.
         for i, st in sorted(states.items(), key=lambda kv: id(kv[1])):
@@ -230,11 +236,12 @@ def _backend(cfg, clients, backend, model, device):
     """``backend``, or a :class:`LocalBackend` over ``clients`` (built from ``cfg`` if None)."""
     if backend is None:
         return LocalBackend(cfg, build_clients(cfg) if clients is None else clients, model, device)
-    if cfg.cuda_graphs:  # a backend's clients train with their own trainer
-        raise ValueError(
-            f"cuda_graphs applies to clients trained in this process; {type(backend).__name__} "
-            "trains its own: turn cuda_graphs off"
-        )
+    for name in ("cuda_graphs", "batched_clients"):  # a backend's clients train themselves
+        if getattr(cfg, name):
+            raise ValueError(
+                f"{name} applies to clients trained in this process; {type(backend).__name__} "
+                f"trains its own: turn {name} off"
+            )
     return backend
 
 

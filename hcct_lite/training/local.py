@@ -127,7 +127,7 @@ class SGDTrainer:
         params = [k for k, _ in model.named_parameters()]
         self.update_names = list(model.state_dict()) if include_buffers else params
         self.loss_fn = nn.CrossEntropyLoss()
-        self.has_batchnorm = _has_batchnorm(model)
+        self.has_batchnorm = has_batchnorm(model)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
 
     @override
@@ -239,7 +239,8 @@ def load_state(model: nn.Module, state: dict) -> None:
         torch._foreach_copy_(targets, [state[k] for k in keys])
 
 
-def _has_batchnorm(model: nn.Module) -> bool:
+def has_batchnorm(model: nn.Module) -> bool:
+    """Whether ``model`` has a batch-norm layer (its batches must hold two samples or more)."""
     return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
 
 
