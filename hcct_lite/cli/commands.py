@@ -60,7 +60,8 @@ def _reproduce(args) -> int:
         raise ValueError(f"--workers must be >= 1; got {args.workers}")
     names = list(GRIDS) if args.grids == ["all"] else args.grids
     jobs = with_settings(grid_jobs(names, args.seeds), norm_limit=args.norm_limit,
-                         cuda_graphs=args.cuda_graphs)  # fmt: skip
+                         cuda_graphs=args.cuda_graphs, batched_clients=args.batched_clients,
+                         gpu_precision=args.gpu_precision)  # fmt: skip
     if args.list:
         for name in names:
             runs = sum(j.grid == name for j in jobs)

@@ -205,6 +205,19 @@ def _add_paper_commands(sub) -> None:
         help="with --device cuda: replay each local step as a CUDA graph (the same kernels, "
         "fewer launches)",
     )
+    rep.add_argument(
+        "--batched-clients",
+        action="store_true",
+        default=None,  # unset: each grid's own setting
+        help="train every client of an epoch at once on stacked networks (another summation "
+        "order: another computation, stored as such)",
+    )
+    rep.add_argument(
+        "--gpu-precision",
+        choices=["default", "tf32", "bf16"],
+        help="with --batched-clients on a GPU: tf32 matrix products, or bf16 activations with "
+        "channels_last (default: torch's float32)",
+    )
     _store_options(rep, capability="default")
     _cluster_options(rep)
     ver = sub.add_parser(

@@ -199,12 +199,21 @@ def run_jobs(
     kernels, so that the results reproduce on any CPU that has them. ``ray`` (a
     :class:`~hcct_lite.runs.ray_cluster.RayOptions`) runs each job as a Ray task instead,
     on this machine or a cluster, each result written here as it arrives; ``workers`` is
-    then the cluster's business.
+    then the cluster's business. On a GPU (``device`` cuda) with ``workers`` > 1 the runs
+    of every grid share the card in one queue, longest first, admitted by memory
+    (:func:`~hcct_lite.runs.gpu_queue.run_queue`).
     """
     log = log or (lambda _msg: None)
     if workers < 1:
         raise ValueError(f"workers must be >= 1; got {workers}")
     todo = pending_jobs(jobs, out_dir, device, reuse_older, log)
+    if todo and ray is None and str(device).startswith("cuda") and workers > 1:
+        from .gpu_queue import QueueOptions, run_queue
+
+        failed = run_queue(todo, out_dir, device, QueueOptions(workers=workers), say=log)
+        if failed:
+            raise RuntimeError(f"{len(failed)} run(s) failed: " + "; ".join(failed))
+        return len(todo)
     args = [(j, out_dir, device) for j in todo]
     pool = None
     if todo and ray is not None:

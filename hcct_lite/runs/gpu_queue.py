@@ -1,0 +1,195 @@
+"""Many runs sharing one GPU: one queue over every grid, longest first, admitted by memory.
+
+``reproduce --device cuda --workers W`` (and a lease's ``tools/gpu_grids.py``) run their jobs
+through :func:`run_queue`: the same job function and result files as every other runner
+(:func:`~hcct_lite.runs.jobs.run_job`, in spawned processes of one torch thread); only
+the order and the admission differ, so that the card neither runs out of memory nor sits
+half idle while a grid's last long runs finish:
+
+- runs go longest first (:func:`job_work`), whatever grid they belong to;
+- a run starts only while the memory the runs in flight are expected to take, plus its own,
+  fits the card (:func:`memory_estimate`: a prior per model, replaced by the largest peak
+  per client measured so far for that model);
+- a run that fails (out of memory, say) goes back to the queue once;
+- with a ``deadline``, a run starts only if its expected time ends before it.
+
+Each finished or failed run can be logged as one JSON line (name, clients, start, end,
+runs in flight, peak memory), from which results/README.md's utilisation tables come.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import multiprocessing as mp
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+from ..training.config import make_config
+from .jobs import one_torch_thread, run_job
+
+__all__ = ["QueueOptions", "job_work", "memory_estimate", "run_queue", "card_memory_gb"]
+
+# What a worker holds besides its runs' tensors: the CUDA context, cuDNN's and cuBLAS's
+# workspaces (GB).
+BASE_GB = 1.5
+# Copies of a client's model a run keeps on the card: its state, start, update, gradient,
+# the stacked step's tensors and the aggregation's (GB per client per GB of weights).
+COPIES = 8
+
+
+@dataclass
+class QueueOptions:
+    """How :func:`run_queue` fills the card.
+
+    Attributes
+    ----------
+    workers : int, processes (runs in flight at most)
+    memory_gb : float or None, memory to fill (None: 92 % of the card's)
+    deadline : float or None, seconds from the start after which no run starts
+    log : str or None, a JSON-lines file of every run's outcome
+    """
+
+    workers: int = 8
+    memory_gb: float | None = None
+    deadline: float | None = None
+    log: str | None = None
+    learned: dict = field(default_factory=dict)  # model -> measured peak GB per client
+
+
+@functools.cache  # asked of every waiting job at every admission
+def _cfg(job):
+    # device "cuda" is only checked for its name here: the settings, not the card, matter
+    return make_config(job.task, job.scheme, job.seed, **dict(job.overrides, device="cuda"))
+
+
+def job_work(job) -> float:
+    """A run's local SGD samples, as a proxy of its time (MAXFL's reference rounds counted)."""
+    c = _cfg(job)
+    epochs = c.epochs * c.local_epochs + (c.maxfl_reference_epochs if c.scheme == "maxfl" else 0)
+    return c.n_clients * c.samples * c.train_ratio * epochs * _weights(c.model)
+
+
+@functools.cache
+def _weights(model: str) -> float:
+    """Millions of weights of ``model`` (counted on the meta device: nothing allocated)."""
+    import torch
+
+    from ..training.models import build_model
+
+    with torch.device("meta"):
+        return sum(p.numel() for p in build_model(model).parameters()) / 1e6
+
+
+def memory_estimate(job, learned: dict) -> float:
+    """GB a run of ``job`` is expected to hold at its peak.
+
+    ``learned``: model -> the largest peak per client measured so far (GB), else a prior.
+    """
+    c = _cfg(job)
+    prior = COPIES * 4 * _weights(c.model) / 1000 + 0.03  # 4 bytes per weight; activations
+    return BASE_GB + c.n_clients * learned.get(c.model, prior)
+
+
+def card_memory_gb() -> float:
+    """The GPU's memory in GB, as nvidia-smi reports it."""
+    q = ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
+    return float(subprocess.run(q, capture_output=True, text=True).stdout.split()[0]) / 1024
+
+
+def run_and_measure(job, out, device) -> tuple:
+    """``run_job``, its peak GPU memory (GB), and the worker's cached memory handed back.
+
+    A pool worker lives on after its run: memory its allocator kept would be counted twice.
+    """
+    import torch
+
+    on_gpu = torch.device(device).type == "cuda"
+    if on_gpu:
+        torch.cuda.reset_peak_memory_stats()
+    try:
+        done = run_job(job, out, device)
+        return (*done, torch.cuda.max_memory_reserved() / 1e9 if on_gpu else 0.0)
+    finally:
+        if on_gpu:
+            torch.cuda.empty_cache()
+
+
+def run_queue(jobs, out_dir: str, device: str, opts: QueueOptions, say=print) -> list:
+    """Run ``jobs`` on the GPU ``device``; return the names of those that failed or never ran.
+
+    Every job is run, whatever its file holds: the caller decides what is pending.
+    """
+    t0 = time.time()
+    todo = sorted(jobs, key=lambda j: -job_work(j))
+    budget = opts.memory_gb or 0.92 * card_memory_gb()
+    pool = mp.get_context("spawn").Pool(opts.workers, initializer=one_torch_thread)
+    flight, rates, tries, failed = {}, [], {}, []
+    say(f"{len(todo)} runs, {opts.workers} workers, {budget:.0f} GB to fill")
+    log = open(opts.log, "a") if opts.log else None  # noqa: SIM115 - closed below
+    try:
+        while todo or flight:
+            _admit(todo, flight, pool, out_dir, device, opts, budget, rates, t0, say)
+            if not flight:
+                break  # nothing fits the memory or the time left
+            time.sleep(0.2)
+            for job, ok, why, row in _finished(flight, opts, t0):
+                if log:
+                    log.write(json.dumps(row) + "\n")
+                    log.flush()
+                if ok:
+                    rates.append(row["seconds"] / job_work(job))
+                    say(f"done {row['name']}: {row['mean']:.2f}% in {row['seconds']:.1f} s")
+                    continue
+                tries[row["name"]] = tries.get(row["name"], 0) + 1
+                say(f"FAILED {row['name']}: {why}")
+                (todo.insert(0, job) if tries[row["name"]] < 2 else failed.append(row["name"]))
+    finally:
+        pool.terminate()
+        if log:
+            log.close()
+    return failed + [f"{j.grid}/{j.name} (not started)" for j in todo]
+
+
+def _admit(todo, flight, pool, out_dir, device, opts, budget, rates, t0, say) -> None:
+    """Start the longest runs that fit the memory left (and the deadline)."""
+    rate = sorted(rates)[len(rates) // 2] if rates else None
+    used = sum(f[2] for f in flight.values())
+    for job in list(todo):
+        if len(flight) >= opts.workers:
+            return
+        need = memory_estimate(job, opts.learned)
+        if flight and used + need > budget:
+            continue  # a smaller run may fit
+        if opts.deadline is not None and rate is not None:
+            if time.time() - t0 + 1.1 * rate * job_work(job) > opts.deadline:
+                continue
+        todo.remove(job)
+        res = pool.apply_async(run_and_measure, (job, out_dir, device))
+        flight[f"{job.grid}/{job.name}"] = (job, res, need, time.time() - t0, len(flight) + 1)
+        used += need
+        say(f"start {job.grid}/{job.name} (expects {need:.1f} GB; {len(flight)} in flight)")
+
+
+def _finished(flight, opts, t0):
+    """Yield ``(job, ok, reason, log row)`` for each run of ``flight`` that ended."""
+    for name, (job, res, need, start, beside) in list(flight.items()):
+        if not res.ready():
+            continue
+        del flight[name]
+        try:
+            _, mean, secs, peak = res.get()
+        except Exception as err:  # the worker itself died: the run failed
+            mean, secs, peak = None, f"{type(err).__name__}: {err}", math.nan
+        ok = mean is not None
+        if ok:
+            n = _cfg(job).n_clients
+            model = _cfg(job).model
+            per_client = max((peak - BASE_GB) / n, 0.01)
+            opts.learned[model] = max(opts.learned.get(model, 0.0), per_client)
+        row = dict(name=name, n=_cfg(job).n_clients, start=start, end=time.time() - t0,
+                   in_flight=beside, expected_gb=need, peak_gb=peak, ok=ok,
+                   mean=mean, seconds=secs if ok else None)  # fmt: skip
+        yield job, ok, None if ok else secs, row
