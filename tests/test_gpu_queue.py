@@ -5,9 +5,16 @@ admits by is then its estimate alone), with runs a few seconds long.
 """
 
 import json
+import os
 
 from hcct_lite.reproduction.paper_grids import grid_jobs
-from hcct_lite.runs.gpu_queue import QueueOptions, job_work, memory_estimate, run_queue
+from hcct_lite.runs.gpu_queue import (
+    QueueOptions,
+    job_work,
+    memory_estimate,
+    run_and_measure,
+    run_queue,
+)
 from hcct_lite.runs.jobs import Job, job_path
 
 TINY = {"epochs": 1, "n_clients": 4, "samples": 40}
@@ -55,3 +62,19 @@ def test_a_deadline_leaves_runs_that_cannot_finish_unstarted(tmp_path):
     left = run_queue(jobs, str(tmp_path), "cpu", opts, lambda m: None)
     # the first run starts (no time measured yet), and shows the others cannot end in time
     assert len(left) == 2 and all(name.endswith("(not started)") for name in left)
+
+
+def _dies_on_bad(job, out, device):  # a worker killed mid-run (the OS's OOM killer, say)
+    if job.name.startswith("bad"):
+        os._exit(3)
+    return run_and_measure(job, out, device)
+
+
+def test_a_worker_that_dies_fails_its_run_and_fresh_workers_go_on(tmp_path):
+    jobs = [Job("g", f"{n}-seed0", "rotated-digits", "hcct", 0, dict(TINY)) for n in ("bad", "ok")]
+    said = []
+    opts = QueueOptions(workers=1, memory_gb=8.0)
+    failed = run_queue(jobs, str(tmp_path), "cpu", opts, said.append, work=_dies_on_bad)
+    assert failed == ["g/bad-seed0"]
+    assert sum(m.startswith("FAILED g/bad-seed0: BrokenProcessPool") for m in said) == 2
+    assert os.path.exists(job_path(str(tmp_path), jobs[1]))

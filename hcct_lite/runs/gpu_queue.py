@@ -25,6 +25,8 @@ import math
 import multiprocessing as mp
 import subprocess
 import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 from ..training.config import make_config
@@ -117,24 +119,30 @@ def run_and_measure(job, out, device) -> tuple:
             torch.cuda.empty_cache()
 
 
-def run_queue(jobs, out_dir: str, device: str, opts: QueueOptions, say=print) -> list:
+def run_queue(jobs, out_dir: str, device: str, opts: QueueOptions, say=print,
+              work=run_and_measure) -> list:  # fmt: skip
     """Run ``jobs`` on the GPU ``device``; return the names of those that failed or never ran.
 
-    Every job is run, whatever its file holds: the caller decides what is pending.
+    Every job is run, whatever its file holds: the caller decides what is pending. ``work``
+    is what a worker calls with ``(job, out_dir, device)`` (:func:`run_and_measure`); a
+    worker that dies fails the runs it held, and fresh workers take the rest.
     """
     t0 = time.time()
     todo = sorted(jobs, key=lambda j: -job_work(j))
     budget = opts.memory_gb or 0.92 * card_memory_gb()
-    pool = mp.get_context("spawn").Pool(opts.workers, initializer=one_torch_thread)
+    pool = _pool(opts.workers)
     flight, rates, tries, failed = {}, [], {}, []
     say(f"{len(todo)} runs, {opts.workers} workers, {budget:.0f} GB to fill")
     log = open(opts.log, "a") if opts.log else None  # noqa: SIM115 - closed below
     try:
         while todo or flight:
-            _admit(todo, flight, pool, out_dir, device, opts, budget, rates, t0, say)
+            _admit(todo, flight, (pool, work), out_dir, device, opts, (budget, rates, t0), say)
             if not flight:
                 break  # nothing fits the memory or the time left
             time.sleep(0.2)
+            if any(_broken(f[1]) for f in flight.values()):  # a worker died: runs failed
+                _stop(pool)
+                pool = _pool(opts.workers)
             for job, ok, why, row in _finished(flight, opts, t0):
                 if log:
                     log.write(json.dumps(row) + "\n")
@@ -147,14 +155,34 @@ def run_queue(jobs, out_dir: str, device: str, opts: QueueOptions, say=print) ->
                 say(f"FAILED {row['name']}: {why}")
                 (todo.insert(0, job) if tries[row["name"]] < 2 else failed.append(row["name"]))
     finally:
-        pool.terminate()
+        _stop(pool)
         if log:
             log.close()
     return failed + [f"{j.grid}/{j.name} (not started)" for j in todo]
 
 
-def _admit(todo, flight, pool, out_dir, device, opts, budget, rates, t0, say) -> None:
+def _pool(workers: int) -> ProcessPoolExecutor:
+    """Spawned workers of one torch thread; a worker that dies fails its run, not the queue."""
+    ctx = mp.get_context("spawn")
+    return ProcessPoolExecutor(workers, mp_context=ctx, initializer=one_torch_thread)
+
+
+def _broken(fut) -> bool:
+    return fut.done() and isinstance(fut.exception(), BrokenProcessPool)
+
+
+def _stop(pool) -> None:
+    """End the pool's workers now, a run in progress too (a stopped queue leaves none)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+
+
+def _admit(todo, flight, pool_work, out_dir, device, opts, state, say) -> None:
     """Start the longest runs that fit the memory left (and the deadline)."""
+    (pool, work), (budget, rates, t0) = pool_work, state
     rate = sorted(rates)[len(rates) // 2] if rates else None
     used = sum(f[2] for f in flight.values())
     for job in list(todo):
@@ -167,7 +195,7 @@ def _admit(todo, flight, pool, out_dir, device, opts, budget, rates, t0, say) ->
             if time.time() - t0 + 1.1 * rate * job_work(job) > opts.deadline:
                 continue
         todo.remove(job)
-        res = pool.apply_async(run_and_measure, (job, out_dir, device))
+        res = pool.submit(work, job, out_dir, device)
         flight[f"{job.grid}/{job.name}"] = (job, res, need, time.time() - t0, len(flight) + 1)
         used += need
         say(f"start {job.grid}/{job.name} (expects {need:.1f} GB; {len(flight)} in flight)")
@@ -176,11 +204,11 @@ def _admit(todo, flight, pool, out_dir, device, opts, budget, rates, t0, say) ->
 def _finished(flight, opts, t0):
     """Yield ``(job, ok, reason, log row)`` for each run of ``flight`` that ended."""
     for name, (job, res, need, start, beside) in list(flight.items()):
-        if not res.ready():
+        if not res.done():
             continue
         del flight[name]
         try:
-            _, mean, secs, peak = res.get()
+            _, mean, secs, peak = res.result()
         except Exception as err:  # the worker itself died: the run failed
             mean, secs, peak = None, f"{type(err).__name__}: {err}", math.nan
         ok = mean is not None
