@@ -4,8 +4,9 @@
 
 For each task (Digit at N = 20, CIFAR-10 at N = 10: HCCT without the norm rule, seed 0) and
 each mode (``eager``: one client after another; ``batched-<precision>``: every client at
-once on stacked networks, ``hcct_lite.training.batched``, in torch's default float32, with
-TF32 matrix products, or with bf16 activations and channels_last) one run trains
+once on stacked networks, ``hcct_lite.training.batched``, in torch's default arithmetic
+(float32, cuDNN's convolutions in TF32), with TF32 matrix products too, or with bf16
+activations and channels_last) one run trains
 ``--epochs`` epochs in this process. Prints one row per setting: seconds per epoch (the mean
 over epochs 2 onwards: the first holds cuDNN's warm-up), local SGD steps per second (each
 client's batch-64 steps), the useful TFLOP/s they make (a step's forward and backward

@@ -224,3 +224,21 @@ def test_on_a_gpu_faster_arithmetic_moves_each_client_the_same_way(precision, co
         e, b = eager[i].update.flat, batched[i].update.flat
         assert torch.isfinite(b).all()
         assert (torch.dot(e, b) / (e.norm() * b.norm())).item() > cosine, precision
+
+
+def test_a_client_without_training_or_test_samples_is_refused_by_number():
+    cfg = make_config("rotated-digits", "hcct", 0, epochs=1, batched_clients=True)
+    from hcct_lite.training.tasks import build_clients
+
+    clients = build_clients(cfg)
+    c = clients[5]
+    clients[5] = ClientData(c.x_train, c.y_train, c.x_test[:0], c.y_test[:0], c.domain)
+    with pytest.raises(ValueError, match="client 5 has 112 training and 0 test samples"):
+        run_experiment(cfg, progress=False, clients=clients)
+
+
+def test_a_grid_run_that_cannot_be_made_is_named():
+    jobs = [Job("fmnist-network", "x-seed0", "fmnist", "hcct", 0,
+                {"model": "fmnist_mlp_authors", "batched_clients": True})]  # fmt: skip
+    with pytest.raises(ValueError, match="^fmnist-network/x-seed0: model FMNISTNet cannot"):
+        pending_jobs(jobs, "/nonexistent-folder", log=None)

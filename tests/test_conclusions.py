@@ -59,3 +59,8 @@ def test_part_of_a_grid_or_none_of_it_is_judged_on_nothing(tmp_path):
     assert out["fixed-k-digit"] == {"status": "11 of 33 runs"}
     assert out["k-vs-n-digit"] == {"status": "missing"}
     assert out["incoming-cifar10"]["status"] == "complete"
+
+
+def test_a_reference_folder_without_the_grid_is_an_error_not_a_verdict(tmp_path):
+    with pytest.raises(ValueError, match="no runs of grid 'k-vs-n-digit' in the reference"):
+        compare_sets("results", str(tmp_path), ["k-vs-n-digit"])

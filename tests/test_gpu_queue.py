@@ -78,3 +78,17 @@ def test_a_worker_that_dies_fails_its_run_and_fresh_workers_go_on(tmp_path):
     assert failed == ["g/bad-seed0"]
     assert sum(m.startswith("FAILED g/bad-seed0: BrokenProcessPool") for m in said) == 2
     assert os.path.exists(job_path(str(tmp_path), jobs[1]))
+
+
+def test_the_motivating_examples_whole_split_is_work_too():
+    job = grid_jobs(["motivating"])[0]
+    assert job_work(job) > 0  # samples 0 (the whole split) once divided a rate by zero
+
+
+def test_no_run_starts_after_the_deadline_even_before_any_has_ended(tmp_path):
+    bad = Job("g", "bad-seed0", "rotated-digits", "hcct", 0, dict(TINY, dataset="no_such_set"))
+    said = []
+    opts = QueueOptions(workers=1, memory_gb=8.0, deadline=1.0)  # its failure comes later
+    left = run_queue([bad], str(tmp_path), "cpu", opts, said.append)
+    assert left == ["g/bad-seed0 (not started)"]  # its retry: the deadline had passed
+    assert sum(m.startswith("start") for m in said) == 1

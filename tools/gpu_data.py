@@ -69,6 +69,9 @@ def pack(grids, out: str) -> None:
     import tempfile
 
     used = read_indices(grids)
+    for name in [n for n in used if find_npz(n) is None]:  # scikit-learn's, say: no file
+        print(f"{name}: no .npz file; the other machine has it without one, or needs it")
+        del used[name]
     full = _digest(grids)
     with tempfile.TemporaryDirectory() as tmp:
         for name, idx in used.items():
@@ -87,18 +90,44 @@ def pack(grids, out: str) -> None:
     print(f"wrote {out} ({os.path.getsize(out) / 1e6:.1f} MB); every run's clients checked")
 
 
-def unpack(archive: str, to: str) -> None:
-    """Extract the ``.npz`` files of ``archive`` into the folder ``to``."""
+def _member_arrays(name: str, data: bytes) -> None:
+    """Raise ``SystemExit`` unless ``data`` is an .npz of the data sets' three arrays."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as d:
+            arrays = {k: d[k] for k in ("x", "y", "official_split")}
+    except (KeyError, ValueError, OSError) as err:
+        raise SystemExit(f"{name}: not a data set archive member ({err})") from None
+    want = {"x": np.uint8, "y": np.int64, "official_split": np.uint8}
+    for k, a in arrays.items():
+        if a.dtype != want[k] or len(a) != len(arrays["y"]):
+            raise SystemExit(f"{name}: {k} is {a.dtype} of length {len(a)}")
+
+
+def unpack(archive: str, to: str, force: bool = False) -> None:
+    """Extract the ``.npz`` files of ``archive`` into the folder ``to``.
+
+    Every member is checked (a plain name ending .npz, the three arrays with their types)
+    before anything is written, and no file of ``to`` is replaced unless ``force``: the
+    archive's zeroed images must never take the place of a full data set.
+    """
+    try:
+        with tarfile.open(archive, "r:xz") as tar:
+            members = {}
+            for m in tar.getmembers():
+                if not (m.isfile() and m.name.endswith(".npz") and "/" not in m.name):
+                    raise SystemExit(f"{archive}: unexpected member {m.name!r}")
+                members[m.name] = tar.extractfile(m).read()
+    except (tarfile.TarError, OSError, EOFError) as err:
+        raise SystemExit(f"{archive}: not a readable .tar.xz archive ({err})") from None
+    for name, data in members.items():
+        _member_arrays(f"{archive}: {name}", data)
+        if os.path.exists(os.path.join(to, name)) and not force:
+            raise SystemExit(f"{os.path.join(to, name)} exists; unpack elsewhere, or --force")
     os.makedirs(to, exist_ok=True)
-    with tarfile.open(archive, "r:xz") as tar:
-        for m in tar.getmembers():
-            if not (m.isfile() and m.name.endswith(".npz") and "/" not in m.name):
-                raise SystemExit(f"{archive}: unexpected member {m.name!r}")
-            data = tar.extractfile(m).read()
-            np.load(io.BytesIO(data))  # a readable .npz, or stop here
-            with open(os.path.join(to, m.name), "wb") as f:
-                f.write(data)
-    print(f"unpacked {archive} into {to}")
+    for name, data in members.items():
+        with open(os.path.join(to, name), "wb") as f:
+            f.write(data)
+    print(f"unpacked {len(members)} data sets from {archive} into {to}")
 
 
 def main(argv=None) -> int:
@@ -107,9 +136,10 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="archive to write (.tar.xz)")
     p.add_argument("--unpack", help="archive to extract")
     p.add_argument("--to", help="folder to extract into")
+    p.add_argument("--force", action="store_true", help="replace data files already there")
     a = p.parse_args(argv)
     if a.unpack and a.to:
-        unpack(a.unpack, a.to)
+        unpack(a.unpack, a.to, a.force)
     elif a.grids and a.out:
         pack(a.grids, a.out)
     else:

@@ -49,7 +49,7 @@ def main(argv=None) -> int:
     opts = QueueOptions(workers=a.workers, memory_gb=a.memory_gb, deadline=a.deadline, log=a.log)
     left = run_queue(todo, a.out, a.device, opts, say)
     say(f"{len(todo) - len(left)} runs written; {len(left)} left")
-    return 0
+    return 1 if left else 0
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ grids="schemes-digit schemes-cifar10 ablation-digit incoming-cifar10 alpha-cifar
 grids="$grids fixed-k-digit k-vs-n-digit"
 start=$(date +%s)
 left=$((deadline - (start - t0) - 20))
+[ "$left" -gt 10 ] || left=10
 # shellcheck disable=SC2086  # the grid list is meant to split
 timeout "$left" python3 -m hcct_lite.cli reproduce --grids $grids --device cuda \
   --workers "${WORKERS:-8}" --batched-clients --gpu-precision "$precision" --norm-limit 0 \

@@ -10,7 +10,9 @@ the shipped results and judges, grid by grid:
   :func:`~hcct_lite.reproduction.figure_checks.figure_claims`) says the same of both sets.
 
 A grid missing from the new set, or holding fewer runs than the shipped one, is reported as
-such and judged on nothing: a conclusion is never read off part of a grid.
+such and judged on nothing: a conclusion is never read off part of a grid. The settings in
+which the two sets' runs differ (beyond how they ran) are listed with the verdicts, and a
+reference folder without the grid is an error, never a verdict.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from ..reproduction.figure_checks import figure_claims
 from ..runs.reading import by_scheme, complete_seeds, load_grid
 from .shipped import scheme_claims
 
-__all__ = ["TABLE4_GRIDS", "FIGURE_GRIDS", "table4_spread", "claims_agree", "compare_sets"]
+__all__ = [
+    "TABLE4_GRIDS",
+    "FIGURE_GRIDS",
+    "table4_spread",
+    "claims_agree",
+    "settings_apart",
+    "compare_sets",
+]
 
 TABLE4_GRIDS = {"schemes-digit": "digit", "schemes-cifar10": "cifar10"}
 FIGURE_GRIDS = ("incoming-cifar10", "alpha-cifar10", "fixed-k-digit", "k-vs-n-digit")
@@ -56,6 +65,24 @@ def claims_agree(new, ref, grid: str) -> dict:
     return {claim: (bool(a[claim]), bool(b[claim])) for claim in b}
 
 
+# How a run ran, not what it computed on the grid's question: the faster paths themselves
+HOW = ("device", "data_root", "download", "cuda_graphs", "batched_clients", "gpu_precision")
+
+
+def settings_apart(new, ref) -> list:
+    """The settings (beyond :data:`HOW`) in which some new run differs from its reference run.
+
+    A setting a reference file lacks counts as differing: nothing is assumed of older code.
+    """
+    by_name = {r["name"]: r["config"] for r in ref}
+    apart = set()
+    for r in new:
+        old = by_name[r["name"]]
+        keys = (set(r["config"]) | set(old)) - set(HOW)
+        apart |= {k for k in keys if k not in old or r["config"].get(k) != old[k]}
+    return sorted(apart)
+
+
 def compare_sets(new_dir: str, ref_dir: str = "results", grids=None) -> dict:
     """Grid -> its verdicts (module doc).
 
@@ -66,13 +93,16 @@ def compare_sets(new_dir: str, ref_dir: str = "results", grids=None) -> dict:
     out = {}
     for grid in grids or [*TABLE4_GRIDS, *FIGURE_GRIDS]:
         new, ref = load_grid(new_dir, grid), load_grid(ref_dir, grid)
+        if not ref:
+            raise ValueError(f"no runs of grid {grid!r} in the reference folder {ref_dir!r}")
         names = {r["name"] for r in ref}
         have = {r["name"] for r in new} & names
         if len(have) < len(names):
             out[grid] = {"status": f"{len(have)} of {len(names)} runs" if have else "missing"}
             continue
         new = [r for r in new if r["name"] in names]
-        out[grid] = {"status": "complete", "claims": claims_agree(new, ref, grid)}
+        out[grid] = {"status": "complete", "settings": settings_apart(new, ref),
+                     "claims": claims_agree(new, ref, grid)}  # fmt: skip
         if grid in TABLE4_GRIDS:
             out[grid]["table4"] = table4_spread(new, ref)
     return out

@@ -9,9 +9,10 @@ half idle while a grid's last long runs finish:
 - runs go longest first (:func:`job_work`), whatever grid they belong to;
 - a run starts only while the memory the runs in flight are expected to take, plus its own,
   fits the card (:func:`memory_estimate`: a prior per model, replaced by the largest peak
-  per client measured so far for that model);
-- a run that fails (out of memory, say) goes back to the queue once;
-- with a ``deadline``, a run starts only if its expected time ends before it.
+  per client measured so far for that model), or alone when nothing is in flight;
+- a run that fails (out of memory, a worker killed) goes back to the queue once;
+- with a ``deadline``, no run starts after it, nor one whose expected time (from the runs
+  finished so far) ends after it, and runs still going a minute after it are stopped.
 
 Each finished or failed run can be logged as one JSON line (name, clients, start, end,
 runs in flight, peak memory), from which results/README.md's utilisation tables come.
@@ -23,7 +24,6 @@ import functools
 import json
 import math
 import multiprocessing as mp
-import subprocess
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -67,11 +67,19 @@ def _cfg(job):
     return make_config(job.task, job.scheme, job.seed, **dict(job.overrides, device="cuda"))
 
 
+# samples 0 means a task's whole split (the motivating example's): about this many a client
+WHOLE_SPLIT = 4000
+
+
 def job_work(job) -> float:
-    """A run's local SGD samples, as a proxy of its time (MAXFL's reference rounds counted)."""
+    """A run's local SGD samples times its weights, as a proxy of its time (> 0).
+
+    MAXFL's reference rounds are counted.
+    """
     c = _cfg(job)
     epochs = c.epochs * c.local_epochs + (c.maxfl_reference_epochs if c.scheme == "maxfl" else 0)
-    return c.n_clients * c.samples * c.train_ratio * epochs * _weights(c.model)
+    per_client = c.samples if c.samples > 0 else WHOLE_SPLIT
+    return c.n_clients * per_client * c.train_ratio * epochs * _weights(c.model)
 
 
 @functools.cache
@@ -95,10 +103,19 @@ def memory_estimate(job, learned: dict) -> float:
     return BASE_GB + c.n_clients * learned.get(c.model, prior)
 
 
-def card_memory_gb() -> float:
-    """The GPU's memory in GB, as nvidia-smi reports it."""
-    q = ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
-    return float(subprocess.run(q, capture_output=True, text=True).stdout.split()[0]) / 1024
+def card_memory_gb(device: str = "cuda") -> float:
+    """The memory of the GPU ``device`` in GB (10^9 bytes, as the measured peaks).
+
+    Raises
+    ------
+    ValueError
+        If there is no CUDA GPU here.
+    """
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} requested but no CUDA GPU is available")
+    return torch.cuda.get_device_properties(torch.device(device)).total_memory / 1e9
 
 
 def run_and_measure(job, out, device) -> tuple:
@@ -108,12 +125,13 @@ def run_and_measure(job, out, device) -> tuple:
     """
     import torch
 
-    on_gpu = torch.device(device).type == "cuda"
+    dev = torch.device(device)
+    on_gpu = dev.type == "cuda"
     if on_gpu:
-        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.reset_peak_memory_stats(dev)
     try:
         done = run_job(job, out, device)
-        return (*done, torch.cuda.max_memory_reserved() / 1e9 if on_gpu else 0.0)
+        return (*done, torch.cuda.max_memory_reserved(dev) / 1e9 if on_gpu else 0.0)
     finally:
         if on_gpu:
             torch.cuda.empty_cache()
@@ -125,40 +143,49 @@ def run_queue(jobs, out_dir: str, device: str, opts: QueueOptions, say=print,
 
     Every job is run, whatever its file holds: the caller decides what is pending. ``work``
     is what a worker calls with ``(job, out_dir, device)`` (:func:`run_and_measure`); a
-    worker that dies fails the runs it held, and fresh workers take the rest.
+    worker that dies fails the runs it held, and fresh workers take the rest. With a
+    deadline, runs still in flight a minute after it are stopped (named "cut off").
     """
     t0 = time.time()
     todo = sorted(jobs, key=lambda j: -job_work(j))
-    budget = opts.memory_gb or 0.92 * card_memory_gb()
-    pool = _pool(opts.workers)
-    flight, rates, tries, failed = {}, [], {}, []
+    budget = opts.memory_gb or 0.92 * card_memory_gb(device)
+    q = dict(pool=_pool(opts.workers), work=work, flight={}, rates=[], tries={}, failed=[])
     say(f"{len(todo)} runs, {opts.workers} workers, {budget:.0f} GB to fill")
     log = open(opts.log, "a") if opts.log else None  # noqa: SIM115 - closed below
     try:
-        while todo or flight:
-            _admit(todo, flight, (pool, work), out_dir, device, opts, (budget, rates, t0), say)
-            if not flight:
+        while todo or q["flight"]:
+            _admit(todo, q, out_dir, device, opts, (budget, t0), say)
+            if not q["flight"]:
                 break  # nothing fits the memory or the time left
+            if opts.deadline is not None and time.time() - t0 > opts.deadline + 60:
+                q["failed"] += [f"{name} (cut off)" for name in q["flight"]]
+                break
             time.sleep(0.2)
-            if any(_broken(f[1]) for f in flight.values()):  # a worker died: runs failed
-                _stop(pool)
-                pool = _pool(opts.workers)
-            for job, ok, why, row in _finished(flight, opts, t0):
-                if log:
-                    log.write(json.dumps(row) + "\n")
-                    log.flush()
-                if ok:
-                    rates.append(row["seconds"] / job_work(job))
-                    say(f"done {row['name']}: {row['mean']:.2f}% in {row['seconds']:.1f} s")
-                    continue
-                tries[row["name"]] = tries.get(row["name"], 0) + 1
-                say(f"FAILED {row['name']}: {why}")
-                (todo.insert(0, job) if tries[row["name"]] < 2 else failed.append(row["name"]))
+            if any(_broken(f[1]) for f in q["flight"].values()):  # a worker died
+                _stop(q["pool"])
+                q["pool"] = _pool(opts.workers)
+            for job, why, row in _finished(q["flight"], opts, t0):
+                _outcome(job, why, row, q, todo, log, say)
     finally:
-        _stop(pool)
+        _stop(q["pool"])
         if log:
             log.close()
-    return failed + [f"{j.grid}/{j.name} (not started)" for j in todo]
+    return q["failed"] + [f"{j.grid}/{j.name} (not started)" for j in todo]
+
+
+def _outcome(job, why, row, q, todo, log, say) -> None:
+    """Log a finished run; a failed one goes back to ``todo`` once."""
+    if log:
+        log.write(json.dumps(row) + "\n")
+        log.flush()
+    name = row["name"]
+    if why is None:
+        q["rates"].append(row["seconds"] / job_work(job))
+        say(f"done {name}: {row['mean']:.2f}% in {row['seconds']:.1f} s")
+        return
+    q["tries"][name] = q["tries"].get(name, 0) + 1
+    say(f"FAILED {name}: {why}")
+    (todo.insert(0, job) if q["tries"][name] < 2 else q["failed"].append(name))
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
@@ -180,29 +207,36 @@ def _stop(pool) -> None:
             p.terminate()
 
 
-def _admit(todo, flight, pool_work, out_dir, device, opts, state, say) -> None:
-    """Start the longest runs that fit the memory left (and the deadline)."""
-    (pool, work), (budget, rates, t0) = pool_work, state
+def _admit(todo, q, out_dir, device, opts, state, say) -> None:
+    """Start the longest runs that fit the memory left and end before the deadline.
+
+    A run starts alone whatever its estimate (else it would never run), and none starts
+    once the deadline has passed; before any run has ended, none is judged by its time.
+    """
+    budget, t0 = state
+    flight, rates = q["flight"], q["rates"]
     rate = sorted(rates)[len(rates) // 2] if rates else None
     used = sum(f[2] for f in flight.values())
     for job in list(todo):
-        if len(flight) >= opts.workers:
+        now = time.time() - t0
+        if len(flight) >= opts.workers or (opts.deadline is not None and now >= opts.deadline):
             return
         need = memory_estimate(job, opts.learned)
         if flight and used + need > budget:
             continue  # a smaller run may fit
         if opts.deadline is not None and rate is not None:
-            if time.time() - t0 + 1.1 * rate * job_work(job) > opts.deadline:
+            if now + 1.1 * rate * job_work(job) > opts.deadline:
                 continue
         todo.remove(job)
-        res = pool.submit(work, job, out_dir, device)
-        flight[f"{job.grid}/{job.name}"] = (job, res, need, time.time() - t0, len(flight) + 1)
+        res = q["pool"].submit(q["work"], job, out_dir, device)
+        flight[f"{job.grid}/{job.name}"] = (job, res, need, now, len(flight) + 1)
         used += need
-        say(f"start {job.grid}/{job.name} (expects {need:.1f} GB; {len(flight)} in flight)")
+        alone = " alone, over the memory left" if need > budget else ""
+        say(f"start {job.grid}/{job.name} (expects {need:.1f} GB{alone}; {len(flight)} in flight)")
 
 
 def _finished(flight, opts, t0):
-    """Yield ``(job, ok, reason, log row)`` for each run of ``flight`` that ended."""
+    """Yield ``(job, reason or None, log row)`` for each run of ``flight`` that ended."""
     for name, (job, res, need, start, beside) in list(flight.items()):
         if not res.done():
             continue
@@ -212,12 +246,11 @@ def _finished(flight, opts, t0):
         except Exception as err:  # the worker itself died: the run failed
             mean, secs, peak = None, f"{type(err).__name__}: {err}", math.nan
         ok = mean is not None
-        if ok:
-            n = _cfg(job).n_clients
+        if ok:  # the peak counted whole per client: the CUDA context is not in it
+            per_client = max(peak / _cfg(job).n_clients, 0.01)
             model = _cfg(job).model
-            per_client = max((peak - BASE_GB) / n, 0.01)
             opts.learned[model] = max(opts.learned.get(model, 0.0), per_client)
         row = dict(name=name, n=_cfg(job).n_clients, start=start, end=time.time() - t0,
                    in_flight=beside, expected_gb=need, peak_gb=peak, ok=ok,
                    mean=mean, seconds=secs if ok else None)  # fmt: skip
-        yield job, ok, None if ok else secs, row
+        yield job, None if ok else secs, row

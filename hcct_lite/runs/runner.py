@@ -261,8 +261,12 @@ def pending_jobs(jobs, out_dir: str, device=None, reuse_older: bool = False, log
     for j in jobs:
         kw = dict(j.overrides) if device is None else dict(j.overrides, device=device)
         path = job_path(out_dir, j)
-        why = reuse_problem(path, make_config(j.task, j.scheme, j.seed, **kw))
         name = os.path.join(j.grid, j.name).lstrip("/")
+        try:
+            cfg = make_config(j.task, j.scheme, j.seed, **kw)
+        except ValueError as err:  # say which run of which grid cannot be made
+            raise ValueError(f"{name}: {err}") from None
+        why = reuse_problem(path, cfg)
         folders.add(os.path.dirname(path))
         if why is None:
             log(f"skip {name}.json (done, same settings)")

@@ -218,7 +218,7 @@ class BatchedSGDTrainer:
             pos = torch.arange(r, min(r + chunk, rows))[:, None]  # (b, 1)
             valid = (pos < torch.tensor(counts)[None, :]).to(self.device)  # (b, k)
             first = starts[None, :].to(self.device)
-            idx = torch.where(valid, first + pos.to(self.device), first)  # padding: sample 0
+            idx = torch.where(valid, first + pos.to(self.device), 0)  # padding: any real row
             logits = functional_call(self.net, tensors, (client_inputs(x, idx),))
             logits = logits.view(idx.shape[0], len(ids), -1)
             wrong += ((logits.argmax(-1) != y[idx]) & valid).sum(0)

@@ -111,6 +111,12 @@ class LocalBackend:
     def __init__(self, cfg: RunConfig, clients, model, device):
         if len(clients) != cfg.n_clients:
             raise ValueError(f"expected {cfg.n_clients} clients, got {len(clients)}")
+        for i, c in enumerate(clients):  # an empty split would divide by zero, or read 0 %
+            if c.y_train.shape[0] < 1 or c.y_test.shape[0] < 1:
+                raise ValueError(
+                    f"client {i} has {c.y_train.shape[0]} training and {c.y_test.shape[0]} test "
+                    "samples; every client needs at least one of each"
+                )
         self.clients = clients
         self.model = model
         args = (model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed)
