@@ -60,7 +60,7 @@ _TEACHING = {
         "fixed_k_std", "paired_wins",
     ],
     "hcct_lite.lessons.decisions": [
-        "DECISION_GRIDS", "decision_runs", "truth_agreement", "consecutive_agreement",
+        "DECISION_GRIDS", "decision_runs", "numbered", "truth_agreement", "consecutive_agreement",
         "decision_claims",
     ],
     "hcct_lite.reproduction.motivating_example": [

@@ -28,6 +28,7 @@ __all__ = [
     "Mode",
     "notebook_mode",
     "classroom_style",
+    "current_mode",
     "solutions_shown",
     "task_settings",
     "results_dir",
@@ -127,6 +128,12 @@ def classroom_style() -> None:
     plt.rcParams.update(CLASSROOM)
 
 
+def current_mode(environ=None) -> Mode:
+    """The mode ``HCCT_MODE`` names (default ``shipped``), without touching any setting."""
+    environ = os.environ if environ is None else environ
+    return Mode(environ.get(ENV, "shipped").strip().lower() or "shipped")
+
+
 def notebook_mode(environ=None, style: bool = True) -> Mode:
     """The mode ``HCCT_MODE`` names (default ``shipped``); a clear error for any other value.
 
@@ -139,8 +146,7 @@ def notebook_mode(environ=None, style: bool = True) -> Mode:
     import torch
     from threadpoolctl import threadpool_limits
 
-    environ = os.environ if environ is None else environ
-    mode = Mode(environ.get(ENV, "shipped").strip().lower() or "shipped")
+    mode = current_mode(environ)
     torch.set_num_threads(1)
     threadpool_limits(1)
     if style:

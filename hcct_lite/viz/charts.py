@@ -143,7 +143,7 @@ def plot_cosines_side_by_side(matrices: dict, labels=None, axes=None):
     for ax, (title, m) in zip(axes, matrices.items(), strict=True):
         im = ax.imshow(np.asarray(m), vmin=-1, vmax=1, cmap="RdBu")
         n = len(m)
-        names = labels if labels is not None else [str(i) for i in range(n)]
+        names = labels if labels is not None else [str(i + 1) for i in range(n)]
         ax.set_xticks(range(n), names, rotation=90, fontsize=12)
         ax.set_yticks(range(n), names, fontsize=12)
         ax.set_title(title, fontsize=12)
