@@ -161,9 +161,8 @@ def solutions_shown(environ=None) -> bool:
     """Whether ``HCCT_SOLUTIONS=1`` asks for solutions to be shown, else False.
 
     For a course's own notebooks, where ``if hl.solutions_shown():`` guards a solution
-    cell. The package's notebooks hold no solutions (``docs/solutions/``; the instructor
-    edition of ``make classroom`` shows them). Any value other than ``0``/``1`` (or empty)
-    is a clear error rather than a guess.
+    cell. The package's own notebooks hold no solutions. Any value other than ``0``/``1``
+    (or empty) is a clear error rather than a guess.
     """
     environ = os.environ if environ is None else environ
     value = environ.get(SOLUTIONS_ENV, "0").strip() or "0"
