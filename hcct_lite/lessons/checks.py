@@ -32,6 +32,7 @@ import numpy as np
 __all__ = ["KINDS", "Exercise", "Unreadable", "Verdict", "judge", "read_answer", "verdict"]
 
 KINDS = ("number", "integer", "bool", "choice", "set", "sequence")
+ALIASES = {"fedavg": "global"}  # other names of a choice: Global is FedAvg of all clients
 
 
 class Unreadable(ValueError):
@@ -84,16 +85,14 @@ def _one(answer):
         try:  # a torch tensor, read through NumPy
             answer = np.asarray(answer.detach().cpu().numpy())
         except Exception:  # noqa: BLE001 - an object only pretending to be a tensor
-            raise Unreadable(f"a {type(answer).__name__} that could not be read") from None
+            raise Unreadable(f"{_describe(answer)} that could not be read") from None
     if isinstance(answer, np.ndarray):
         if answer.size != 1:
             raise Unreadable(f"an array of {answer.size} values, where one is wanted")
         return answer.reshape(()).item()
     if isinstance(answer, list | tuple):
         if len(answer) != 1:
-            raise Unreadable(
-                f"a {type(answer).__name__} of {len(answer)} values, where one is wanted"
-            )
+            raise Unreadable(f"{_describe(answer)} of {len(answer)} values, where one is wanted")
         return _one(answer[0])
     return answer
 
@@ -120,7 +119,7 @@ def _number(answer) -> float:
     elif isinstance(answer, numbers.Real | np.integer | np.floating):
         value = answer
     else:
-        raise Unreadable(f"a {type(answer).__name__}, where a number is wanted")
+        raise Unreadable(f"{_describe(answer)}, where a number is wanted")
     try:  # base-class readers: a subclass cannot lie about the value it holds
         if isinstance(value, float):
             value = float.__float__(value)
@@ -179,7 +178,8 @@ def _items(answer) -> list:
 def _describe(answer) -> str:
     if answer is None:
         return "None"
-    return f"a {type(answer).__name__}"
+    name = type(answer).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def read_answer(kind: str, answer, options: tuple = ()):
@@ -204,7 +204,7 @@ def read_answer(kind: str, answer, options: tuple = ()):
         answer = _one(answer)
         if _text(answer) is None:
             raise Unreadable(f"{_describe(answer)}, where a name is wanted")
-        name = _name(answer)
+        name = ALIASES.get(_name(answer), _name(answer))
         known = [o for o in options if _name(o) == name]
         if options and not known:
             raise Unreadable(f"{_text(answer)[:40]!r}, not one of {', '.join(options)}")
