@@ -64,7 +64,7 @@ _TEACHING = {
         "decision_claims",
     ],
     "hcct_lite.reproduction.motivating_example": [
-        "pattern_claims", "pattern_means", "motivating_table", "pattern_ranking",
+        "pattern_claims", "pattern_means", "pattern_stds", "motivating_table", "pattern_ranking",
         "selfish_choices", "shipped_differences",
     ],
     "hcct_lite.lessons.misleads": [
