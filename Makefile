@@ -9,7 +9,7 @@ ifneq ($(wildcard ../shared/data),)
 export HCCT_DATA_DIR ?= $(abspath ../shared/data)
 endif
 
-.PHONY: demo test lint bench venv clean figures notebooks lab reproduce report book classroom
+.PHONY: demo test lint bench venv clean figures notebooks lab reproduce report book classroom grade
 
 venv: $(VENV)/.installed
 
@@ -70,15 +70,26 @@ figures: venv
 	HCCT_MODE=quick HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg \
 	  $(BIN)/jupyter nbconvert --to notebook --execute $(EXEC_TIMEOUT) --stdout notebooks/04_experiments.ipynb > /dev/null
 
-# The notebooks executed in shipped mode as static HTML with offline maths, into site/.
+# The book: the notebooks executed in shipped mode, built by Sphinx (MyST-NB, Sphinx Book
+# Theme) into site/, offline: a table of contents, previous/next, search, local MathJax.
 book: venv
 	$(BIN)/python tools/build_book.py site
 
 # The classroom editions, generated (not committed): classroom/student/ (no solutions, no
-# outputs; each checked to run top to bottom in shipped mode) and classroom/instructor/
-# (solutions shown and run, outputs kept). docs/teaching.md says how to use them.
+# outputs; each checked to run top to bottom in shipped mode), classroom/instructor/
+# (solutions shown and run, outputs kept; the final assessment's autograder, built by
+# otter-grader) and classroom/student-kit/ (+ .zip: what to hand out, nothing of docs/).
+# docs/teaching.md says how to use them.
 classroom: venv
 	$(BIN)/python tools/make_classroom.py classroom
+
+# Grade the final assessment's submitted notebooks with otter-grader's otter run (on this
+# machine, no container): make grade SUBMISSIONS="hand-ins/*.ipynb" writes GRADES.
+GRADES ?= grades.csv
+grade: venv
+	@test -f classroom/instructor/06_assessment-autograder.zip || { echo "run make classroom first"; exit 1; }
+	@test -n "$(SUBMISSIONS)" || { echo 'name the notebooks: make grade SUBMISSIONS="hand-ins/*.ipynb"'; exit 1; }
+	$(BIN)/python tools/assessment.py grade classroom/instructor/06_assessment-autograder.zip $(SUBMISSIONS) --csv $(GRADES)
 
 # Refresh the outputs nbval checks, then strip every other output (small diffs).
 notebooks: venv
@@ -89,4 +100,4 @@ lab: venv
 	$(BIN)/jupyter lab notebooks/
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info site

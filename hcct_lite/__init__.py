@@ -60,11 +60,11 @@ _TEACHING = {
         "fixed_k_std", "paired_wins",
     ],
     "hcct_lite.lessons.decisions": [
-        "DECISION_GRIDS", "decision_runs", "truth_agreement", "consecutive_agreement",
+        "DECISION_GRIDS", "decision_runs", "numbered", "truth_agreement", "consecutive_agreement",
         "decision_claims",
     ],
     "hcct_lite.reproduction.motivating_example": [
-        "pattern_claims", "pattern_means", "motivating_table", "pattern_ranking",
+        "pattern_claims", "pattern_means", "pattern_stds", "motivating_table", "pattern_ranking",
         "selfish_choices", "shipped_differences",
     ],
     "hcct_lite.lessons.misleads": [

@@ -7,26 +7,35 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
-from lesson_times import minutes, sections, words  # noqa: E402
+from lesson_times import formulas, minutes, output_words, sections, words  # noqa: E402
 
 
-def test_words_count_prose_and_a_maths_span_as_one():
-    assert (
-        words("Two clients, $D_i = 90$ and $$\\alpha / D$$ samples.") == 6
-    )  # Two clients x and x samples
+def test_words_count_prose_and_the_symbols_of_inline_maths():
+    # Two clients, D _ i (2 symbols: D, i) = 90 (1), and samples; the display formula apart
+    assert words("Two clients, $D_i = 90$ and $$\\alpha / D$$ samples.") == 7
+    assert words("$\\hat D_k$") == 3  # \hat, D, k
+    assert formulas("a $$x$$ b $$\\frac{1}{2}$$ c $y$") == 2
 
 
-def test_sections_add_up_words_figures_checks_and_seconds_per_heading():
+def test_outputs_are_read_and_images_are_not():
+    text = nbformat.v4.new_output("stream", text="K = 5 below K = 10 at 2 of 3 seeds\n")
+    png = nbformat.v4.new_output("display_data", data={"image/png": "AAAA", "text/plain": "F"})
+    cell = nbformat.v4.new_code_cell("print()", outputs=[text, png])
+    assert output_words(cell) == 10  # K 5 below K 10 at 2 of 3 seeds
+
+
+def test_sections_add_up_words_outputs_maths_figures_checks_and_seconds_per_heading():
     png = nbformat.v4.new_output("display_data", data={"image/png": "AAAA"})
+    out = nbformat.v4.new_output("stream", text="one two\n")
     cells = [
         (nbformat.v4.new_markdown_cell("# Title\n\none two three"), 0.0),
-        (nbformat.v4.new_markdown_cell("## First\n\nfour five"), 0.0),
-        (nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUT\nprint(1)"), 2.0),
+        (nbformat.v4.new_markdown_cell("## First\n\nfour five $$x^2$$"), 0.0),
+        (nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUT\nprint(1)", outputs=[out]), 2.0),
         (nbformat.v4.new_code_cell("plot()", outputs=[png]), 1.0),
         (nbformat.v4.new_markdown_cell("tail words\n\n## Second\n\nsix"), 0.0),
     ]
     rows = sections(cells)
     assert [r[0] for r in rows] == ["(opening)", "First", "Second"]
-    assert rows[1] == ("First", 5, 1, 1, 3.0)  # First four five, then "tail words"
-    assert rows[2] == ("Second", 2, 0, 0, 0.0)
-    assert minutes(300, 2, 60.0) == 3 + 3 + 1
+    assert rows[1] == ("First", 7, 1, 1, 1, 3.0)  # First four five, one two, tail words
+    assert rows[2] == ("Second", 2, 0, 0, 0, 0.0)
+    assert minutes(300, 2, 2, 60.0) == 3 + 3 + 3 + 1

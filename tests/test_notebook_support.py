@@ -15,7 +15,12 @@ import pytest  # noqa: E402
 from nbformat.v4 import new_code_cell, new_notebook, new_output  # noqa: E402
 from strip_notebooks import strip_notebook  # noqa: E402
 
-from hcct_lite.reproduction.motivating_example import PATTERNS, motivating_table, pattern_means  # noqa: E402
+from hcct_lite.reproduction.motivating_example import (  # noqa: E402
+    PATTERNS,
+    motivating_table,
+    pattern_means,
+    pattern_stds,
+)
 from hcct_lite.reproduction.paper import TABLE_II, TABLE_III_ALPHA, TABLE_IV, TABLE_V  # noqa: E402
 from hcct_lite.reproduction.report_tables import beside_paper  # noqa: E402
 from hcct_lite.runs.runner import settings_dir  # noqa: E402
@@ -69,6 +74,19 @@ def test_table1_and_pattern_means():
     header, rows = motivating_table(results)
     assert header[1] == "client 1" and rows[0][1] == "10.50 ± 0.50"
     assert rows[0][-2] == f"{TABLE_II['independent']['mean']:.2f}"
+
+
+def test_pattern_bars_carry_each_clients_spread_over_seeds():
+    results = {p: [fake("motivating", "x", s, [10 + 2 * s, 20, 30]) for s in (0, 1)]
+               for p in PATTERNS}  # fmt: skip
+    stds = pattern_stds(results)
+    np.testing.assert_allclose(stds["global"], [1.0, 0.0, 0.0])
+    ax = plot_pattern_bars(pattern_means(results), TABLE_II, stds=stds)
+    bars = [c for c in ax.containers if getattr(c, "errorbar", None) is not None]
+    assert len(bars) == len(PATTERNS)
+    (lines,) = bars[0].errorbar.lines[2]  # the vertical segments: client 1 spans 11 +- 1
+    assert lines.get_segments()[0][:, 1].tolist() == [10.0, 12.0]
+    plt.close("all")
 
 
 def test_beside_paper_puts_the_paper_next_to_ours():

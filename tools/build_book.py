@@ -1,42 +1,80 @@
-"""Render the notebooks, executed in shipped mode, to a static site with offline maths.
+"""Build the book: the notebooks, executed in shipped mode, as a Sphinx site (``make book``).
 
-Usage: ``python tools/build_book.py [SITE_DIR]`` (``make book``; default ``site/``).
+Usage: ``python tools/build_book.py [SITE_DIR]`` (default ``site/``; open ``index.html``).
 
 Each notebook runs top to bottom with ``HCCT_MODE=shipped`` (the paper-scale results in
-``results/``: seconds, no training) and becomes one HTML page with its figures inline.
-Maths is typeset in the reader's browser by a local copy of MathJax 2 (from the PyPI
-package ``jupyter-server-mathjax``) copied into the site: no CDN, nothing fetched at build
-or read time. The site is not committed.
+``results/``: seconds, no training); Sphinx with MyST-NB and the Sphinx Book Theme turns
+the executed notebooks into a book: a table of contents, previous/next links, a search
+box, every figure with its text alternative (cell metadata ``alt``). Maths is typeset in
+the reader's browser by a local copy of MathJax 2 (from the PyPI package
+``jupyter-server-mathjax``) copied into the site: nothing is fetched at build or read time.
+The book is what a student may read: the exercises' solutions are not in it.
 """
 
 from __future__ import annotations
 
-import html
 import os
-import re
 import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
-from nbconvert import HTMLExporter
 from nbconvert.preprocessors import ExecutePreprocessor
+
+__all__ = ["execute", "figure_descriptions", "prepare", "build"]
 
 ROOT = Path(__file__).resolve().parents[1]
 MATHJAX = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
-# the template's require.js, widget manager and mermaid come from CDNs: the notebooks draw
-# static pictures in the book (HCCT_STATIC_WIDGETS=1) and use no mermaid, so every script
-# that would reach the internet is dropped; the site works offline
-CDN_SCRIPT = re.compile(r'<script src="https://[^"]*"></script>')
-CDN_MODULE = re.compile(
-    r'<script type="module">(?:(?!</script>).)*https://(?:(?!</script>).)*</script>', re.S
-)
-# The local MathJax ships only the STIX-Web fonts: use them (the default TeX fonts would
-# fall back to the system's and misplace accents)
-FONTS = (
-    '<script type="text/x-mathjax-config">MathJax.Hub.Config({"HTML-CSS": {webFont: '
-    '"STIX-Web", availableFonts: [], preferredFont: null, imageFont: null}});</script>\n'
-)
+STUDENT_NOTE = ("The solutions are not in this notebook", "Your instructor has the solutions.")
+CONF = """\
+# Sphinx configuration of the book, written by tools/build_book.py
+project = "hcct-lite"
+html_title = "hcct-lite: collaboration patterns in cross-silo federated learning"
+extensions = ["myst_nb"]
+myst_enable_extensions = ["dollarmath", "amsmath"]
+nb_execution_mode = "off"  # executed in shipped mode before the build
+nb_ipywidgets_js = {{}}  # sliders are static pictures here: no widget manager from a CDN
+html_theme = "sphinx_book_theme"
+html_theme_options = {{
+    "use_download_button": False,
+    "use_fullscreen_button": False,
+    "use_repository_button": False,
+    "show_prev_next": True,
+    "search_bar_text": "Search the book",
+}}
+html_static_path = ["_static"]
+html_show_sourcelink = False
+html_copy_source = False
+# a local MathJax 2 (relative to _static), with the STIX-Web fonts it ships; MyST-NB marks a
+# notebook's page "mathjax_ignore" and its maths "math", which MathJax 2 is told here
+mathjax_path = "{mathjax}"
+mathjax2_config = {{
+    "HTML-CSS": {{"webFont": "STIX-Web", "availableFonts": [], "preferredFont": None,
+                 "imageFont": None}},
+    "tex2jax": {{"inlineMath": [["\\\\(", "\\\\)"]], "displayMath": [["\\\\[", "\\\\]"]],
+                "ignoreClass": "tex2jax_ignore|mathjax_ignore",
+                "processClass": "tex2jax_process|mathjax_process|math|output_area",
+                "processEscapes": False, "processEnvironments": False}},
+}}
+exclude_patterns = ["_build"]
+"""
+INDEX = """# hcct-lite: collaboration patterns in cross-silo federated learning
+
+The notebooks of hcct-lite, executed on the shipped paper-scale results. They rebuild the
+paper by Sun, Kountouris and Zhang (arXiv 2401.13236) part by part: the motivating example,
+the generalisation bound, the greedy merge, the experiments, and where HCCT's utility
+misleads. Each slider shows its starting picture; run the notebooks in Jupyter for the
+live ones.
+
+```{{toctree}}
+:maxdepth: 1
+:caption: Notebooks
+
+{pages}
+```
+"""
 
 
 def mathjax_source() -> Path:
@@ -82,60 +120,55 @@ def figure_descriptions(nb, name: str) -> list:
     return alts
 
 
-def with_alt_text(body: str, alts: list, name: str) -> str:
-    """Give the page's inline figures, in order, the descriptions ``alts``."""
-    from bs4 import BeautifulSoup  # nbconvert's own HTML parser
+def for_the_book(nb, name: str):
+    """``nb`` executed, as the book shows it: each figure's ``alt`` handed to MyST-NB, and
+    the paragraph on the solutions worded for a student."""
+    figure_descriptions(nb, name)
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        if cell.metadata.get("alt"):
+            cell.metadata.setdefault("mystnb", {})["image"] = {"alt": cell.metadata["alt"]}
+        if cell.cell_type == "markdown" and STUDENT_NOTE[0] in cell.source:
+            start = cell.source.index(STUDENT_NOTE[0])
+            end = cell.source.find("\n\n", start)
+            tail = "" if end < 0 else cell.source[end:]
+            cell.source = cell.source[:start] + STUDENT_NOTE[1] + tail
+    return nb
 
-    soup = BeautifulSoup(body, features="html.parser")
-    images = soup.select('img[src^="data:image/png"]')
-    if len(images) != len(alts):
-        raise SystemExit(f"{name}: {len(images)} figures on the page, {len(alts)} described")
-    for img, alt in zip(images, alts, strict=True):
-        img["alt"] = alt
-    return str(soup)
 
-
-def render(notebook: Path, timeout: int = 600) -> tuple:
-    """Execute ``notebook`` in shipped mode; return ``(title, html)``."""
-    nb = nbformat.read(notebook, as_version=4)
+def prepare(src: Path, notebooks: list, timeout: int = 600) -> list:
+    """Write the book's Sphinx sources into ``src``: the executed notebooks, conf, index."""
+    src.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(mathjax_source(), src / "_static" / "mathjax", dirs_exist_ok=True)
     env = {
         "HCCT_MODE": "shipped",
         "HCCT_STATIC_WIDGETS": "1",  # a picture and a note, not a blank widget
         # figures inline in the page (MPLBACKEND=Agg, as tests set it, would draw none)
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
     }
-    execute(nb, notebook.parent, timeout, env)
-    alts = figure_descriptions(nb, notebook.name)
-    first = next((c.source for c in nb.cells if c.cell_type == "markdown"), notebook.stem)
-    title = first.splitlines()[0].lstrip("# ").strip()
-    exporter = HTMLExporter(template_name="lab", mathjax_url=MATHJAX)
-    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
-    body = CDN_MODULE.sub("", CDN_SCRIPT.sub("", body))
-    body = with_alt_text(body, alts, notebook.name)
-    tag = body.index(f'<script src="{MATHJAX.split("?")[0]}')
-    return title, body[:tag] + FONTS + body[tag:]
-
-
-def build(site: Path) -> list:
-    """Write every page and ``index.html`` into ``site``; return the page paths."""
-    site.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(mathjax_source(), site / "mathjax", dirs_exist_ok=True)
-    pages, links = [], []
-    for notebook in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+    for notebook in notebooks:
         print(f"executing {notebook.name} (shipped mode)", flush=True)
-        title, body = render(notebook)
-        page = site / f"{notebook.stem}.html"
-        page.write_text(body, encoding="utf-8")
-        pages.append(page)
-        links.append(f'<li><a href="{page.name}">{html.escape(title)}</a></li>')
-    index = (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>hcct-lite notebooks</title>"
-        "</head><body><h1>hcct-lite: collaboration patterns in cross-silo federated "
-        "learning</h1><p>The notebooks, executed on the shipped paper-scale results.</p>"
-        f"<ol>{''.join(links)}</ol></body></html>"
-    )
-    (site / "index.html").write_text(index, encoding="utf-8")
-    return pages
+        nb = execute(nbformat.read(notebook, as_version=4), notebook.parent, timeout, env)
+        nbformat.write(for_the_book(nb, notebook.name), src / notebook.name)
+    (src / "conf.py").write_text(CONF.format(mathjax=MATHJAX))
+    pages = "\n".join(n.stem for n in notebooks)
+    (src / "index.md").write_text(INDEX.format(pages=pages))
+    return [src / n.name for n in notebooks]
+
+
+def build(site: Path, notebooks: list | None = None) -> list:
+    """Build the book into ``site``; return its notebook pages (HTML paths)."""
+    notebooks = notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "src"
+        prepare(src, notebooks)
+        done = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W",
+                               "--keep-going", "-j", "1", str(src), str(site)],
+                              capture_output=True, text=True, timeout=900)  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"sphinx-build failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    shutil.rmtree(site / ".doctrees", ignore_errors=True)
+    return [site / f"{n.stem}.html" for n in notebooks]
 
 
 if __name__ == "__main__":

@@ -1,12 +1,19 @@
-"""Measure what each notebook section asks of a class: words, figures, checks, run time.
+"""Measure what each notebook section asks of a class: prose, maths, outputs, figures, time.
 
     python tools/lesson_times.py [NOTEBOOK ...]   # default: every notebook, shipped mode
 
 Each notebook is executed top to bottom in shipped mode (as in class) and timed cell by
-cell. Per ``##`` section it prints the words of prose (maths counted as one word), the
-figures, the checked cells and the seconds its cells ran, then the class minutes they come
-to at a stated rule: ``words / 100`` (read aloud or projected and discussed), 1.5 per figure,
-plus the run time. ``docs/teaching.md``'s plans are built from this table.
+cell. Per ``##`` section it prints the words of prose, the display formulas, the words of
+printed output (tables and checks are read too), the figures, the checked cells and the
+seconds its cells ran, then the class minutes they come to at a stated rule:
+
+- prose and printed output: 100 words a minute (projected, read and discussed); an inline
+  formula counts its symbols as words (``$\\hat D_k$`` is two: a letter and a subscript);
+- a display formula: 1.5 minutes (written out and explained, not read);
+- a figure: 1.5 minutes; plus the run time.
+
+``docs/teaching.md``'s plans are built from this table, with 8 minutes for each exercise
+that asks for code and 4 for one answered by reading or a single call.
 """
 
 from __future__ import annotations
@@ -21,12 +28,32 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS_PER_MINUTE, MINUTES_PER_FIGURE = 100, 1.5
+WORDS_PER_MINUTE, MINUTES_PER_FIGURE, MINUTES_PER_FORMULA = 100, 1.5, 1.5
+DISPLAY = re.compile(r"\$\$.*?\$\$", re.S)
+INLINE = re.compile(r"\$[^$]+\$")
+SYMBOL = re.compile(r"\\[A-Za-z]+|[A-Za-z]|\d+(?:\.\d+)?")
+
+
+def formulas(markdown: str) -> int:
+    """Display formulas (``$$ ... $$``)."""
+    return len(DISPLAY.findall(markdown))
 
 
 def words(markdown: str) -> int:
-    """Words of prose; a maths span counts as one word."""
-    return len(re.findall(r"\w+", re.sub(r"\$\$.*?\$\$|\$[^$]*\$", " x ", markdown, flags=re.S)))
+    """Words of prose; an inline formula counts its symbols, a display formula nothing."""
+    text = DISPLAY.sub(" ", markdown)
+    symbols = sum(len(SYMBOL.findall(m)) for m in INLINE.findall(text))
+    return len(re.findall(r"\w+", INLINE.sub(" ", text))) + symbols
+
+
+def output_words(cell) -> int:
+    """Words a class reads in a code cell's printed output (text, not images)."""
+    out = 0
+    for o in cell.get("outputs", []):
+        text = o.get("text") or o.get("data", {}).get("text/plain", "")
+        if "image/png" not in o.get("data", {}):
+            out += len(re.findall(r"\w+(?:\.\d+)?", "".join(text)))
+    return out
 
 
 def run_timed(path: Path) -> list:
@@ -46,38 +73,45 @@ def run_timed(path: Path) -> list:
 
 
 def sections(cells) -> list:
-    """``(title, words, figures, checks, seconds)`` per ``##`` section, in order."""
-    out = [["(opening)", 0, 0, 0, 0.0]]
+    """``(title, words, formulas, figures, checks, seconds)`` per ``##`` section, in order.
+
+    ``words`` adds the prose and the printed output.
+    """
+    out = [["(opening)", 0, 0, 0, 0, 0.0]]
     for cell, secs in cells:
         if cell.cell_type == "markdown":
             for part in re.split(r"^(?=## )", cell.source, flags=re.M):
                 if part.startswith("## "):
-                    out.append([part.splitlines()[0][3:].strip(), 0, 0, 0, 0.0])
+                    out.append([part.splitlines()[0][3:].strip(), 0, 0, 0, 0, 0.0])
                 out[-1][1] += words(part)
+                out[-1][2] += formulas(part)
             continue
-        out[-1][2] += sum("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
-        out[-1][3] += "NBVAL_CHECK_OUTPUT" in cell.source
-        out[-1][4] += secs
-    return [tuple(s) for s in out if s[1] or s[2] or s[3]]
+        out[-1][1] += output_words(cell)
+        out[-1][3] += sum("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+        out[-1][4] += "NBVAL_CHECK_OUTPUT" in cell.source
+        out[-1][5] += secs
+    return [tuple(s) for s in out if s[1] or s[2] or s[3] or s[4]]
 
 
-def minutes(n_words: int, figures: int, seconds: float) -> float:
-    return n_words / WORDS_PER_MINUTE + MINUTES_PER_FIGURE * figures + seconds / 60
+def minutes(n_words: int, n_formulas: int, figures: int, seconds: float) -> float:
+    """Class minutes of a section at the rule above."""
+    return (n_words / WORDS_PER_MINUTE + MINUTES_PER_FORMULA * n_formulas
+            + MINUTES_PER_FIGURE * figures + seconds / 60)  # fmt: skip
 
 
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
     paths = [Path(a) for a in args] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    head = f"  {'section':<52} {'words':>5} {'maths':>5} {'figs':>4} {'checks':>6} {'run s':>6}"
     for path in paths:
         rows = sections(run_timed(path))
-        print(f"\n{path.name}")
-        print(f"  {'section':<58} {'words':>5} {'figs':>4} {'checks':>6} {'run s':>6} {'min':>5}")
-        for title, n_words, figures, checks, secs in rows:
-            print(f"  {title[:58]:<58} {n_words:>5} {figures:>4} {checks:>6} {secs:>6.1f} "
-                  f"{minutes(n_words, figures, secs):>5.1f}")  # fmt: skip
-        total = [sum(r[k] for r in rows) for k in range(1, 5)]
-        print(f"  {'total':<58} {total[0]:>5} {total[1]:>4} {total[2]:>6} {total[3]:>6.1f} "
-              f"{minutes(total[0], total[1], total[3]):>5.1f}")  # fmt: skip
+        print(f"\n{path.name}\n{head} {'min':>5}")
+        for title, n_words, n_maths, figures, checks, secs in rows:
+            print(f"  {title[:52]:<52} {n_words:>5} {n_maths:>5} {figures:>4} {checks:>6} "
+                  f"{secs:>6.1f} {minutes(n_words, n_maths, figures, secs):>5.1f}")  # fmt: skip
+        words_, maths, figs, checks, secs = [sum(r[k] for r in rows) for k in range(1, 6)]
+        print(f"  {'total':<52} {words_:>5} {maths:>5} {figs:>4} {checks:>6} {secs:>6.1f} "
+              f"{minutes(words_, maths, figs, secs):>5.1f}")  # fmt: skip
     return 0
 
 

@@ -8,9 +8,15 @@ The notebooks in ``notebooks/`` hold no solutions: each notebook's are in
 
 ``OUT/student/``: every notebook with all outputs removed, exercises kept; each edition is
 first executed top to bottom in shipped mode, so a student notebook that would fail stops
-the build, naming the notebook and cell.
+the build, naming the notebook and cell. With the final assessment's student edition
+(``tools/assessment.py``: otter-grader's ``otter assign``), which holds no solution and no
+test.
 ``OUT/instructor/``: every notebook with its solutions below its exercises, executed in
-shipped mode, every figure and answer kept.
+shipped mode, every figure and answer kept; the assessment's solutions and its autograder
+zip (hidden tests computed from the shipped results), for ``make grade``.
+``OUT/student-kit/`` and ``OUT/student-kit.zip``: what to hand out, the package, the
+shipped results and the student editions (nothing of ``docs/``).
+The assessment and the kit are written when every notebook is (no NOTEBOOK given).
 ``--solved OUT``: every notebook with its solutions below its exercises and its stored
 outputs kept (what nbval checks), not executed: ``make test`` runs these.
 """
@@ -20,10 +26,12 @@ from __future__ import annotations
 import copy
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
 import nbformat
+from assessment import autograder_zip, build_assessment, write_kit
 from build_book import execute
 from nbconvert.preprocessors import CellExecutionError
 
@@ -32,6 +40,8 @@ __all__ = ["solutions_of", "student_edition", "instructor_edition", "main"]
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "docs" / "solutions"
 EXERCISES = "## Exercises"
+ASSESSMENT = "06_assessment.ipynb"
+AUTOGRADER = "06_assessment-autograder.zip"
 NOTE = "The solutions are not in this notebook"
 # the kernel's inline backend records every figure as an output (Agg would record none)
 INLINE = "module://matplotlib_inline.backend_inline"
@@ -143,6 +153,28 @@ def main(argv=None) -> int:
         return 0
     out = Path(args[0]) if args else ROOT / "classroom"
     notebooks = _notebooks(args[1:])
+    _editions(out, notebooks)
+    if not args[1:]:  # the whole class: the assessment and the students' kit too
+        _assessment(out)
+        kit = write_kit(out, out / "student")
+        print(f"wrote {kit} and {kit}.zip: the folder to hand out")
+    return 0
+
+
+def _assessment(out: Path) -> None:
+    """Notebook 06 through otter-grader: its student edition, its key and autograder."""
+    work = out / "assessment"
+    shutil.rmtree(work, ignore_errors=True)
+    key = build_assessment(work)
+    shutil.copy(work / "student" / ASSESSMENT, out / "student" / ASSESSMENT)
+    solved = nbformat.read(work / "autograder" / ASSESSMENT, as_version=4)
+    ran = _execute(solved, f"instructor/{ASSESSMENT}", out / "instructor")
+    nbformat.write(ran, out / "instructor" / ASSESSMENT)
+    shutil.copy(autograder_zip(work), out / "instructor" / AUTOGRADER)
+    print(f"wrote {out / 'instructor' / AUTOGRADER}: hidden tests of {len(key)} answers")
+
+
+def _editions(out: Path, notebooks: list) -> None:
     for edition in ("student", "instructor"):
         folder = out / edition
         folder.mkdir(parents=True, exist_ok=True)
@@ -155,7 +187,6 @@ def main(argv=None) -> int:
             ran = _execute(copy.deepcopy(nb), f"{edition}/{path.name}", folder)
             nbformat.write(nb if edition == "student" else ran, folder / path.name)
             print(f"wrote {folder / path.name}")
-    return 0
 
 
 if __name__ == "__main__":

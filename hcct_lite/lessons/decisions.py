@@ -15,11 +15,22 @@ from .modes import results_dir
 
 __all__ = [
     "DECISION_GRIDS",
+    "numbered",
     "truth_agreement",
     "consecutive_agreement",
     "decision_runs",
     "decision_claims",
 ]
+
+
+def numbered(groups) -> list:
+    """``groups`` of 0-based client indices as the notebooks name clients, counted from 1.
+
+    >>> numbered([[0, 2], [1]])
+    [[1, 3], [2]]
+    """
+    return [[int(i) + 1 for i in g] for g in groups]
+
 
 # grid -> the task's name in figures; the grids whose HCCT runs the timeline figure shows
 DECISION_GRIDS = {

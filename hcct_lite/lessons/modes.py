@@ -28,6 +28,7 @@ __all__ = [
     "Mode",
     "notebook_mode",
     "classroom_style",
+    "current_mode",
     "solutions_shown",
     "task_settings",
     "results_dir",
@@ -127,6 +128,12 @@ def classroom_style() -> None:
     plt.rcParams.update(CLASSROOM)
 
 
+def current_mode(environ=None) -> Mode:
+    """The mode ``HCCT_MODE`` names (default ``shipped``), without touching any setting."""
+    environ = os.environ if environ is None else environ
+    return Mode(environ.get(ENV, "shipped").strip().lower() or "shipped")
+
+
 def notebook_mode(environ=None, style: bool = True) -> Mode:
     """The mode ``HCCT_MODE`` names (default ``shipped``); a clear error for any other value.
 
@@ -139,8 +146,7 @@ def notebook_mode(environ=None, style: bool = True) -> Mode:
     import torch
     from threadpoolctl import threadpool_limits
 
-    environ = os.environ if environ is None else environ
-    mode = Mode(environ.get(ENV, "shipped").strip().lower() or "shipped")
+    mode = current_mode(environ)
     torch.set_num_threads(1)
     threadpool_limits(1)
     if style:
@@ -155,9 +161,8 @@ def solutions_shown(environ=None) -> bool:
     """Whether ``HCCT_SOLUTIONS=1`` asks for solutions to be shown, else False.
 
     For a course's own notebooks, where ``if hl.solutions_shown():`` guards a solution
-    cell. The package's notebooks hold no solutions (``docs/solutions/``; the instructor
-    edition of ``make classroom`` shows them). Any value other than ``0``/``1`` (or empty)
-    is a clear error rather than a guess.
+    cell. The package's own notebooks hold no solutions. Any value other than ``0``/``1``
+    (or empty) is a clear error rather than a guess.
     """
     environ = os.environ if environ is None else environ
     value = environ.get(SOLUTIONS_ENV, "0").strip() or "0"

@@ -15,6 +15,7 @@ __all__ = [
     "PATTERNS",
     "run_patterns",
     "pattern_means",
+    "pattern_stds",
     "motivating_table",
     "alone_in",
     "pattern_claims",
@@ -70,6 +71,14 @@ def run_patterns(seeds=(0,), out_dir=None, progress=False, log=print, **override
                 errors = np.round(r["final"]["client_test_error"], 2).tolist()
                 log(f"{name:<12} seed {seed}: client errors {errors}")
     return out
+
+
+def pattern_stds(results: dict) -> dict:
+    """Pattern -> (3,) each client's final test error's std over seeds."""
+    return {
+        k: np.std([r["final"]["client_test_error"] for r in rs], axis=0)
+        for k, rs in results.items()
+    }
 
 
 def pattern_means(results: dict) -> dict:

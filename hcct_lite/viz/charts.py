@@ -16,13 +16,14 @@ __all__ = [
 ]
 
 
-def plot_pattern_bars(ours: dict, paper: dict | None = None, ax=None):
+def plot_pattern_bars(ours: dict, paper: dict | None = None, ax=None, stds: dict | None = None):
     """Grouped bars: per-client test error of each collaboration pattern.
 
     Parameters
     ----------
     ours : pattern -> (N,) per-client mean test error
     paper : pattern -> {"clients": [(mean, std), ...]}, drawn as black ticks (optional)
+    stds : pattern -> (N,) per-client std over seeds, drawn as error bars (optional)
     """
     ax = axes(ax, (7, 3.5))
     patterns = list(ours)
@@ -30,7 +31,8 @@ def plot_pattern_bars(ours: dict, paper: dict | None = None, ax=None):
     width = 0.8 / len(patterns)
     for k, pat in enumerate(patterns):
         x = np.arange(n) + (k - (len(patterns) - 1) / 2) * width
-        ax.bar(x, ours[pat], width, label=pat, color=f"C{k}")
+        err = None if stds is None else stds[pat]
+        ax.bar(x, ours[pat], width, label=pat, color=f"C{k}", yerr=err, capsize=2)
         if paper and pat in paper:
             ref = [m for m, _ in paper[pat]["clients"]]
             ax.scatter(
@@ -143,7 +145,7 @@ def plot_cosines_side_by_side(matrices: dict, labels=None, axes=None):
     for ax, (title, m) in zip(axes, matrices.items(), strict=True):
         im = ax.imshow(np.asarray(m), vmin=-1, vmax=1, cmap="RdBu")
         n = len(m)
-        names = labels if labels is not None else [str(i) for i in range(n)]
+        names = labels if labels is not None else [str(i + 1) for i in range(n)]
         ax.set_xticks(range(n), names, rotation=90, fontsize=12)
         ax.set_yticks(range(n), names, fontsize=12)
         ax.set_title(title, fontsize=12)

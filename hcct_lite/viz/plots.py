@@ -33,7 +33,7 @@ def plot_dendrogram(partition: Partition, ax=None, labels=None, hide_virtual: bo
     ----------
     partition : Partition from :func:`hcct_lite.partition.client_partition`
     ax : matplotlib Axes, optional
-    labels : sequence of N str, optional leaf labels (default: client indices)
+    labels : sequence of N str, optional leaf labels (default: client numbers, from 1)
     hide_virtual : bool
 
     Returns
@@ -43,7 +43,7 @@ def plot_dendrogram(partition: Partition, ax=None, labels=None, hide_virtual: bo
     ax = axes(ax, (max(5.0, 0.6 * partition.n_clients + 2), 4.0))
     n = partition.n_clients
     if labels is None:
-        labels = [str(i) for i in range(n)]
+        labels = [str(i + 1) for i in range(n)]  # clients counted from 1, as the notebooks do
     if len(labels) != n:
         raise ValueError(f"labels must have one entry per client ({n}); got {len(labels)}")
     if n == 1:
@@ -150,7 +150,8 @@ def plot_merge_steps(steps, axes=None, labels=None):
     finite = np.concatenate([s.benefits[np.isfinite(s.benefits)] for s in steps] + [[0.0]])
     lim = float(np.abs(finite).max()) or 1.0
     for k, (ax, step) in enumerate(zip(flat, steps, strict=False)):
-        names = [",".join(map(str, g)) for g in step.groups] if labels is None else labels[k]
+        names = [",".join(str(i + 1) for i in g) for g in step.groups]  # counted from 1
+        names = names if labels is None else labels[k]
         image = ax.imshow(step.benefits, cmap=cmap, vmin=-lim, vmax=lim)
         ax.set_xticks(range(len(names)), names, rotation=90, fontsize=12)
         ax.set_yticks(range(len(names)), names, fontsize=12)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from ..lessons.decisions import numbered
 from ..partition.greedy import client_partition
 from ..theory import join_gain
 
@@ -70,7 +71,7 @@ def draw_partition(updates, sizes, alpha, labels=None):
     if alone:
         title = f"alpha = {_alpha_text(alpha)}: no merge pays off, all alone (dotted: refused)"
     else:
-        title = f"alpha = {_alpha_text(alpha)}: {p.n_groups} group(s) {p.groups}"
+        title = f"alpha = {_alpha_text(alpha)}: {p.n_groups} group(s) {numbered(p.groups)}"
     ax.set_title(title, fontsize=12)
     return fig, p
 
@@ -84,14 +85,16 @@ def partition_explorer(updates, sizes, labels=None, alpha_range=(-1.0, 4.0), alp
     if static_widgets():
         fig, p = draw_partition(updates, sizes, alpha, labels)
         _display(fig)
-        print(f"alpha = {alpha:g}: {p.n_groups} group(s) {p.groups}\n{STATIC_NOTE}")
+        print(f"alpha = {alpha:g}: {p.n_groups} group(s) {numbered(p.groups)}\n{STATIC_NOTE}")
         return None
     import ipywidgets as w
 
     def show(alpha):
         fig, p = draw_partition(updates, sizes, alpha, labels)
         _display(fig)
-        print(f"alpha = {alpha:g}: {p.n_groups} group(s) {p.groups}")  # readable as text too
+        print(
+            f"alpha = {alpha:g}: {p.n_groups} group(s) {numbered(p.groups)}"
+        )  # readable as text too
         return p
 
     slider = w.FloatLogSlider(
