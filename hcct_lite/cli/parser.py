@@ -73,6 +73,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--trim-fraction", type=float, help="trimmed-mean: share dropped each side (0.25)"
     )
+    p.add_argument(
+        "--count-bound",
+        type=float,
+        help="a declared sample count counts at most this many times the median count "
+        "(steps, clip, norm allowance, weight; default 0: as declared)",
+    )
     p.add_argument("--initial-clients", type=int, help="incoming clients: clients at epoch 0")
     p.add_argument("--new-clients", type=int, help="incoming clients: new ones every 10 epochs")
     p.add_argument("--data-root", help="torchvision data root (default ~/.cache/hcct_lite)")
