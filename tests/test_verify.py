@@ -186,4 +186,6 @@ def test_only_the_kernel_variables_a_file_names_are_set_and_checked(fresh, tmp_p
     odd.write_text(json.dumps(r))
     done = _verify(str(odd))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "(default kernels, " in done.stdout and "reproduces (all 3 epochs compared" in done.stdout
+    assert (
+        "(default kernels, " in done.stdout and "reproduces (all 3 epochs compared" in done.stdout
+    )
