@@ -220,3 +220,12 @@ def test_results_never_follow_a_link_nor_enter_a_folder_others_can_steer(shared,
     write_json(str(mine), {"a": 1})
     assert json.loads(mine.read_text()) == {"a": 1} and not mine.is_symlink()
     assert (precious / "passwd").read_text() == "root:x:0:0\n"
+
+
+def test_the_default_folder_is_made_private_with_the_folders_it_needs(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # a home without ~/.cache yet
+    journal = TaskJournal(default_folder("127.0.0.1:9094"))
+    for folder in (tmp_path / ".cache", tmp_path / ".cache" / "hcct_lite",
+                   tmp_path / ".cache" / "hcct_lite" / "silo-exec-127.0.0.1_9094"):  # fmt: skip
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    journal.close()

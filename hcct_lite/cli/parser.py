@@ -182,8 +182,8 @@ def _add_deployment_commands(sub) -> None:
     )
     ex.add_argument(
         "--state-dir",
-        help="folder of the silo's task records, used to answer for a task that died (default:"
-        " one per --runtime-api-address in the temporary folder)",
+        help="private folder of the silo's task records, used to answer for a task that died "
+        "(default: one per --runtime-api-address in ~/.cache/hcct_lite)",
     )
 
 

@@ -81,9 +81,12 @@ class TaskJournal:
 
     def __init__(self, folder):
         self.folder = Path(folder)
-        if not os.path.lexists(self.folder.parent) and self.folder.parent.parent.is_dir():
-            # the default's ~/.cache/hcct_lite: made private, as the folder itself
-            for parent in (self.folder.parent.parent, self.folder.parent):
+        home = Path.home()
+        if self.folder.is_relative_to(home):
+            # the default's ~/.cache/hcct_lite, or any missing folder on the way under the
+            # user's own home: made private, as the folder itself
+            missing = [p for p in self.folder.parents if p.is_relative_to(home) and p != home]
+            for parent in reversed(missing):
                 if not os.path.lexists(parent):
                     os.close(private_folder(parent))
         self.fd = private_folder(self.folder)
