@@ -308,7 +308,10 @@ def _multi_krum(deltas, w, agg) -> dict:
 
 
 def _krum_mean(deltas, w, agg) -> dict:
-    # at least one left out, however small the group: of three, the two closest
+    # of three, leaving the farthest out would leave out an honest odd one every round (a
+    # silo of another domain): centred clipping instead; of more, at least one is left out
+    if len(deltas) == 3:
+        return _centered_clip(deltas, w, agg)
     chosen = _krum_choice(deltas, max(1, (len(deltas) - 3) // 2))
     return _mean([deltas[i] for i in chosen], capped_weights(np.asarray(w)[chosen]), agg)
 
