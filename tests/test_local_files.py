@@ -229,3 +229,15 @@ def test_the_default_folder_is_made_private_with_the_folders_it_needs(tmp_path, 
                    tmp_path / ".cache" / "hcct_lite" / "silo-exec-127.0.0.1_9094"):  # fmt: skip
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     journal.close()
+
+
+@as_root
+def test_another_users_link_on_the_way_is_refused(shared, precious):
+    via = shared / "results"
+    as_nobody(lambda: os.symlink(precious, via))  # "results" leads into root's folder
+    with pytest.raises(ValueError, match="on its way, is a link nobody made"):
+        write_json(str(via / "passwd"), {"a": 1})
+    assert (precious / "passwd").read_text() == "root:x:0:0\n"
+    with pytest.raises(ValueError, match="on its way, is a link nobody made"):
+        TaskJournal(via / "state")
+    assert not (precious / "state").exists()

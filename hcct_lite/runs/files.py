@@ -72,6 +72,12 @@ def _ancestor_problem(path: Path) -> str | None:
     parent = path.parent
     if not os.path.isdir(parent):
         return f"its folder {parent} does not exist (or is not a folder)"
+    # a link on the way, as written, counts only if this user or root made it: another
+    # user's link in a shared folder would choose where the file goes
+    for step in (parent, *parent.parents):
+        st = os.lstat(step)
+        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (os.getuid(), 0):
+            return f"{step}, on its way, is a link {_owner(st.st_uid)} made"
     here = Path(os.path.realpath(parent))
     for folder in (here, *here.parents):
         try:
