@@ -165,19 +165,19 @@ def test_a_declared_count_buys_nothing_under_the_deployments_defence():
     """Silo 1 declares 10^6 of its 112 samples and sends its update x -28,125."""
     liar = {1: "enrol-million+x-28125"}
     defence = _deployment()
-    clean, _ = _run_for(12, "global", **defence, poisoned={})
-    attacked, result = _run_for(12, "global", **defence, poisoned=liar)
+    clean, _ = _run_for(8, "global", **defence, poisoned={})
+    attacked, result = _run_for(8, "global", **defence, poisoned=liar)
     assert result["sizes"][1] == 10**6  # what it declared, and what the server vouched for:
-    assert result["aggregation"]["vouched_counts"] == [112] + [448] + [112] * 6
-    assert attacked < clean + 2  # 67.7 -> 63.1 when measured
+    assert result["aggregation"]["vouched_counts"] == [112] + [896] + [112] * 6
+    assert attacked < clean + 2  # 71.2 -> 68.6 when measured (8 epochs)
     off = {**defence, "aggregator": "mean", "count_bound": 0.0}
-    undefended, result = _run_for(12, "global", **off, poisoned=liar)
-    assert undefended > clean + 20  # 89.8: the claim let the flip through the norm rule
+    undefended, result = _run_for(4, "global", **off, poisoned=liar)
+    assert undefended > 85  # chance is 90: 90.4 in 4 epochs, the flip let through the rule
     assert not any(r["client"] == 1 and r["epoch"] == 0 for r in result["rejected"])
 
 
 def test_a_deployment_defends_by_default():
-    assert _deployment() == {"aggregator": "krum-mean", "clip_factor": 4.0, "count_bound": 4.0,
+    assert _deployment() == {"aggregator": "krum-mean", "clip_factor": 4.0, "count_bound": 8.0,
                              "norm_limit": 20.0}  # fmt: skip
     paper = make_config("rotated-digits", "global")
     assert (paper.aggregator, paper.count_bound) == ("mean", 0.0)  # the paper's runs
