@@ -2,10 +2,11 @@
 
     python benchmarks/robust_cost.py --grid schemes-fmnist --aggregator centered-clip --workers 2
 
-Reruns every run of the grid (its Table III settings and seeds) with ``--aggregator`` and
-prints, per scheme, the mean final test error over clients (mean +- std over seeds) of the
-shipped results (FedAvg) and of the reruns, their difference, and whether that difference
-lies within the shipped seed spread (one standard deviation). Nothing is written.
+Reruns every run of the grid (its Table III settings and seeds) with ``--aggregator`` (or
+``deployment``: the Flower app's defence, its aggregator and count bound) and prints, per
+scheme, the mean final test error over clients (mean +- std over seeds) of the shipped
+results (FedAvg) and of the reruns, their difference, and whether that difference lies
+within the shipped seed spread (one standard deviation). Nothing is written.
 """
 
 from __future__ import annotations
@@ -24,11 +25,23 @@ from hcct_lite.training.config import make_config
 from hcct_lite.training.engine import run_experiment
 
 
+def _defence(aggregator: str) -> dict:
+    if aggregator != "deployment":
+        return {"aggregator": aggregator}
+    import tomllib
+
+    from hcct_lite.flower.common import config_from_run_config
+
+    app = Path(__file__).parents[1] / "hcct_lite" / "flower" / "app" / "pyproject.toml"
+    cfg = config_from_run_config(tomllib.loads(app.read_text())["tool"]["flwr"]["app"]["config"])
+    return {k: getattr(cfg, k) for k in ("aggregator", "clip_factor", "count_bound")}
+
+
 def _rerun(args):
     job, aggregator = args
     torch.set_num_threads(1)
     logging.getLogger("hcct_lite").setLevel(logging.ERROR)
-    cfg = make_config(job.task, job.scheme, job.seed, aggregator=aggregator, **job.overrides)
+    cfg = make_config(job.task, job.scheme, job.seed, **_defence(aggregator), **job.overrides)
     return job.scheme, job.seed, run_experiment(cfg, progress=False)["final"]["mean"]
 
 

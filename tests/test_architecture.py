@@ -102,6 +102,7 @@ LAYERS = {
     "schemes": 1,
     "training": 2,
     "runs": 3,
+    "privacy": 3,
     "reproduction": 4,
     "flower": 4,
     "lessons": 5,

@@ -125,8 +125,9 @@ def test_maxfl_retries_a_lost_reference_with_fresh_epoch_numbers_the_silo_accept
     assert all(why == "ok" for _, why in seen)
 
 
-def _run_for(epochs, scheme, aggregator, poisoned):
-    cfg = make_config("rotated-digits", scheme, 0, epochs=epochs, aggregator=aggregator)
+def _run_for(epochs, scheme, aggregator, poisoned, **settings):
+    cfg = make_config("rotated-digits", scheme, 0, epochs=epochs, aggregator=aggregator,
+                      **settings)  # fmt: skip
     nodes = {100 + i: {"partition-id": i} for i in range(cfg.n_clients)}
     for i, kind in poisoned.items():
         nodes[100 + i]["poison"] = kind
@@ -148,16 +149,38 @@ def test_a_flip_within_the_norm_rule_wrecks_fedavg_but_not_centred_clipping():
     assert errors["centered-clip"][1] < errors["centered-clip"][0] + 2  # 73.5 -> 72.5
 
 
-def test_a_deployment_defends_by_default():
+def _deployment():
+    """The settings of the deployed app's defence (its pyproject's run config)."""
     import tomllib
 
     from hcct_lite.flower.common import config_from_run_config
 
     app = Path(__file__).parents[1] / "hcct_lite" / "flower" / "app" / "pyproject.toml"
-    run_config = tomllib.loads(app.read_text())["tool"]["flwr"]["app"]["config"]
-    cfg = config_from_run_config(run_config)
-    assert (cfg.aggregator, cfg.clip_factor) == ("centered-clip", 4.0)
-    assert make_config("rotated-digits", "global").aggregator == "mean"  # the paper's runs
+    cfg = config_from_run_config(tomllib.loads(app.read_text())["tool"]["flwr"]["app"]["config"])
+    keys = ("aggregator", "clip_factor", "count_bound", "norm_limit")
+    return {k: getattr(cfg, k) for k in keys}
+
+
+def test_a_declared_count_buys_nothing_under_the_deployments_defence():
+    """Silo 1 declares 10^6 of its 112 samples and sends its update x -28,125."""
+    liar = {1: "enrol-million+x-28125"}
+    defence = _deployment()
+    clean, _ = _run_for(8, "global", **defence, poisoned={})
+    attacked, result = _run_for(8, "global", **defence, poisoned=liar)
+    assert result["sizes"][1] == 10**6  # what it declared, and what the server vouched for:
+    assert result["aggregation"]["vouched_counts"] == [112] + [896] + [112] * 6
+    assert attacked < clean + 2  # 71.2 -> 68.6 when measured (8 epochs)
+    off = {**defence, "aggregator": "mean", "count_bound": 0.0}
+    undefended, result = _run_for(4, "global", **off, poisoned=liar)
+    assert undefended > 85  # chance is 90: 90.4 in 4 epochs, the flip let through the rule
+    assert not any(r["client"] == 1 and r["epoch"] == 0 for r in result["rejected"])
+
+
+def test_a_deployment_defends_by_default():
+    assert _deployment() == {"aggregator": "krum-mean", "clip_factor": 4.0, "count_bound": 8.0,
+                             "norm_limit": 20.0}  # fmt: skip
+    paper = make_config("rotated-digits", "global")
+    assert (paper.aggregator, paper.count_bound) == ("mean", 0.0)  # the paper's runs
 
 
 def test_two_silos_are_averaged_without_a_robust_rule_and_the_result_says_so():

@@ -20,7 +20,7 @@ from hcct_lite.training.replies import Rejected, ReplyScreen, norm_outliers
 from hcct_lite.training.tasks import build_clients
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
-from attack_table import AttackBackend  # noqa: E402
+from attacks import AttackBackend  # noqa: E402
 
 START = {"w": torch.zeros(4)}
 
@@ -87,7 +87,9 @@ def _attacked(scheme, attack, norm_limit=20.0, epochs=4):
     model = init_model(cfg, 0, "cpu")
     names = [k for k, _ in model.named_parameters()]
     inner = LocalBackend(cfg, build_clients(cfg), model, "cpu")
-    return run_experiment(cfg, progress=False, backend=AttackBackend(inner, attack, names))
+    return run_experiment(
+        cfg, progress=False, backend=AttackBackend(inner, attack, names, [0], cfg)
+    )
 
 
 class _Silent(AttackBackend):
@@ -104,7 +106,7 @@ def test_a_rejected_booster_costs_the_honest_silos_what_a_silent_one_does(scheme
     cfg = make_config("rotated-digits", scheme, 0, epochs=4)
     model = init_model(cfg, 0, "cpu")
     inner = LocalBackend(cfg, build_clients(cfg), model, "cpu")
-    silent = run_experiment(cfg, progress=False, backend=_Silent(inner, "clean", []))
+    silent = run_experiment(cfg, progress=False, backend=_Silent(inner, "clean", [], [], cfg))
     honest = [h["client_test_error"][1:] for h in attacked["history"]]
     assert honest == [h["client_test_error"][1:] for h in silent["history"]]
     unguarded = _attacked(scheme, "boost", norm_limit=0)
@@ -149,7 +151,7 @@ class _BadReferences(AttackBackend):
 def test_maxfl_reference_replies_pass_the_same_screen():
     cfg = make_config("rotated-digits", "maxfl", 0, epochs=2, maxfl_reference_epochs=2)
     inner = LocalBackend(cfg, build_clients(cfg), init_model(cfg, 0, "cpu"), "cpu")
-    r = run_experiment(cfg, progress=False, backend=_BadReferences(inner, "clean", []))
+    r = run_experiment(cfg, progress=False, backend=_BadReferences(inner, "clean", [], [], cfg))
     assert r["status"] == {"state": "complete"}
     reasons = {(x["client"], x["reason"].split(":")[0]) for x in r["rejected"]}
     assert (1, "unreadable training reply") in reasons

@@ -154,3 +154,24 @@ def test_gpu_shares_follow_the_device_and_the_task():
     assert RayOptions().gpus(Job("g", "n10", "digit", "hcct", 0), "cuda") == 0.08
     with pytest.raises(ValueError, match="--gpus-per-run"):
         RayOptions(gpus_per_run=2.0)
+
+
+@pytest.mark.parametrize("wait", ["inf", "nan", "-1", "0", "1e300", "86401"])
+def test_a_startup_wait_that_is_no_number_of_seconds_is_one_sentence(capsys, tmp_path, wait):
+    argv = ["compare", "--task", "rotated-digits", "--schemes", "hcct", "--seeds", "0",
+            "--out", str(tmp_path), "--ray", "127.0.0.1:1", "--ray-startup-wait", wait]  # fmt: skip
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert err.startswith("hcct-lite: error: --ray-startup-wait must be a number of seconds")
+
+
+@pytest.mark.parametrize("wait", ["inf", "soon", ""])
+def test_a_startup_wait_from_the_environment_is_checked_and_named(monkeypatch, wait):
+    monkeypatch.delenv("RAY_raylet_start_wait_time_s", raising=False)
+    monkeypatch.setenv("HCCT_RAY_STARTUP_WAIT", wait)
+    with pytest.raises(ValueError, match="HCCT_RAY_STARTUP_WAIT must be a number of seconds"):
+        ray_environment()
+    monkeypatch.setenv("HCCT_RAY_STARTUP_WAIT", "0.5")
+    ray_environment()
+    assert os.environ["RAY_raylet_start_wait_time_s"] == "1"  # rounded up, never 0

@@ -9,7 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hcct_lite.schemes.base import weighted_average
-from hcct_lite.schemes.robust import AGGREGATORS, Aggregator, local_steps, per_step_norms
+from hcct_lite.schemes.robust import (
+    AGGREGATORS,
+    Aggregator,
+    capped_weights,
+    local_steps,
+    norm_reference,
+    per_step_norms,
+    round_reference,
+    vouched_counts,
+)
 from hcct_lite.training.config import make_config
 from hcct_lite.training.engine import run_experiment
 
@@ -143,3 +152,91 @@ def test_coordinate_rules_stay_within_the_honest_range(honest, liars, kind):
     got, _ = _combine(kind, deltas, clip_factor=1e12)
     h = np.array(honest)
     assert (np.array(got) >= h.min(0) - 1e-3).all() and (np.array(got) <= h.max(0) + 1e-3).all()
+
+
+# --- what a declared count buys, and the rules that do not trust it --------------------
+
+
+def test_a_declared_count_is_bounded_by_the_federations_median():
+    declared = [112, 112, 112, 10**6, 112, 0]
+    assert vouched_counts(declared, 0).tolist() == declared  # off: as declared
+    assert vouched_counts(declared, 4).tolist() == [112, 112, 112, 448, 112, 0]
+    assert vouched_counts([112, 10**6], 4).tolist() == [112, 448]  # of two, the smaller
+    assert vouched_counts([0, 0], 4).tolist() == [0, 0]  # nobody enrolled
+    assert vouched_counts([1, 1, 1], 1.5).tolist() == [1, 1, 1]  # never below 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 10**7), min_size=1, max_size=12), st.floats(1, 100))
+def test_a_vouched_count_never_exceeds_the_declared_one_nor_the_bound(declared, bound):
+    got = vouched_counts(declared, bound)
+    positive = [d for d in declared if d > 0]
+    cap = max(1, int(bound * norm_reference(positive)[0])) if positive else 0
+    assert all(0 <= g <= d for g, d in zip(got, declared, strict=True))
+    assert all(g == min(d, cap) for g, d in zip(got, declared, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("weights", "capped"),
+    [([1, 1, 1, 100], [1, 1, 1, 1]), ([1, 2, 3], [1, 2, 2]), ([5, 1], [1, 1]),
+     ([0, 1, 1, 9], [0, 1, 1, 1]), ([0.3, 9.97, 0.4, 0.35], [0.3, 0.375, 0.375, 0.35])],
+)  # fmt: skip
+def test_no_member_weighs_more_than_the_median_in_a_robust_rule(weights, capped):
+    want = np.asarray(capped, dtype=float)
+    assert capped_weights(weights) == pytest.approx(want / want.sum())
+
+
+def test_a_liar_with_a_huge_weight_moves_a_robust_rule_no_more_than_any_member():
+    honest = [[1.0, 0.0, 0.0]] * 5
+    for kind in ROBUST:
+        got, _ = _combine(kind, honest + [[-4.0, 0.0, 0.0]], weights=[1] * 5 + [10**6])
+        assert got[0] > 0, kind  # FedAvg with that weight: -4
+
+
+def test_two_that_disagree_keep_the_one_the_round_backs_and_say_so():
+    agg = Aggregator("krum-mean", batch_size=10)
+    agg.reference = {"w": torch.tensor([1.0, 0.5, 0.0])}  # the round's median delta
+    out = agg.combine(_states([[1, 0, 0], [-4, 0, 0]]), [START] * 2, [1, 1], [10, 10], [3, 5])
+    assert out["w"].tolist() == [1, 0, 0]  # the flip is left out, the victim kept whole
+    out = agg.combine(_states([[-4, 0, 0], [1, 0, 0]]), [START] * 2, [1, 1], [10, 10], [5, 3])
+    assert out["w"].tolist() == [1, 0, 0]  # whatever the order
+    pair = {"kept": 3, "left_out": 5}
+    assert agg.record()["disputes"] == [{"epoch": 0, "pairs": [pair, pair]}]
+    agreeing = agg.combine(_states([[1, 0, 0], [2, 0, 0]]), [START] * 2, [1, 1], [10, 10])
+    assert agreeing["w"].tolist() == pytest.approx([1.5, 0, 0])  # agreeing pairs: averaged
+    agg.reference = None  # fewer than three replies in the round: nothing to go by
+    out = agg.combine(_states([[1, 0, 0], [-1, 0, 0]]), [START] * 2, [1, 1], [10, 10])
+    assert out["w"].tolist() == [0, 0, 0]
+
+
+def test_the_round_reference_is_the_coordinate_median_of_three_or_more():
+    ups = [{"w": torch.tensor([1.0, 2.0])}, {"w": torch.tensor([3.0, -1.0])},
+           {"w": torch.tensor([1e6, 0.0])}]  # fmt: skip
+    assert round_reference(ups)["w"].tolist() == [-3.0, -0.0]  # a delta: minus the update
+    assert round_reference(ups[:2]) is None
+
+
+def test_krum_mean_clips_three_around_their_centre_and_leaves_out_the_far_ones_of_eight():
+    three = [[1, 0, 0], [1.2, 0, 0], [-30, 0, 0]]
+    got, _ = _combine("krum-mean", three, clip_factor=1e9)
+    assert got[0] == pytest.approx(_combine("centered-clip", three, clip_factor=1e9)[0][0])
+    assert got[0] > 0  # multi-krum keeps all three (f = 0): -9.3
+    eight = [[1 + 0.01 * i, 1, 0] for i in range(6)] + [[-9, -9, 0], [9, -30, 0]]
+    got, _ = _combine("krum-mean", eight, clip_factor=1e9)
+    assert got[:2] == pytest.approx([1.025, 1.0])
+
+
+def test_the_median_of_values_near_float32s_maximum_stays_finite():
+    big = 3.0e38
+    got, _ = _combine("median", [[big, -big, 1], [big, -big, 2], [big, -big, 3], [big, -big, 4]],
+                      clip_factor=1e9)  # fmt: skip
+    assert got == pytest.approx([big, -big, 2.5], rel=1e-6)
+
+
+@pytest.mark.parametrize("bad", [0.5, -1, math.nan, math.inf, "4", True, None])
+def test_count_bound_is_validated_naming_it(bad):
+    if bad is None:
+        assert make_config("rotated-digits", "global").count_bound == 0  # the paper's: off
+        return
+    with pytest.raises(ValueError, match="count_bound must be 0 .off. or a finite number >= 1"):
+        make_config("rotated-digits", "global", count_bound=bad)

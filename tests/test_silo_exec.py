@@ -238,19 +238,19 @@ def test_the_executor_answers_for_a_task_it_ended_and_for_one_a_killed_executor_
     from flwr.app.message import remove_content_from_message
     from flwr.common.serde import message_to_proto
 
-    from hcct_lite.flower.task_journal import TaskJournal, _write
+    from hcct_lite.flower.task_journal import TaskJournal
 
     message = _message()
     proto = message_to_proto(remove_content_from_message(message)).SerializeToString()
     taken = {"message": base64.b64encode(proto).decode(), "message_id": message.metadata.message_id}
     journal, clients = TaskJournal(tmp_path), []
     orphan = _dead_pid()  # the task of an executor killed before this one started
-    _write(journal.record(orphan), {"token": "orphan", **taken})
+    journal._write(journal.record(orphan).name, {"token": "orphan", **taken})
     executor = silo_exec.make_fork_executor(None, 0.5, journal, _connector(clients))
     assert executor.orphans == {orphan}
     pid = os.fork()
     if pid == 0:  # a task that took its message, then hung
-        _write(journal.record(os.getpid()), {"token": "hung", **taken})
+        journal._write(journal.record(os.getpid()).name, {"token": "hung", **taken})
         time.sleep(600)
         os._exit(0)
     executor.children[pid] = time.monotonic()

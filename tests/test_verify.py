@@ -36,7 +36,7 @@ def test_a_shipped_fmnist_run_reproduces_whatever_kernels_the_caller_has(ambient
     assert r["provenance"]["cpu_kernel_env"]["ATEN_CPU_CAPABILITY"] == "default"
     done = _verify(SHIPPED_FMNIST, env={"ATEN_CPU_CAPABILITY": ambient})
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "reproduces (same groups every epoch" in done.stdout
+    assert "reproduces (all 50 epochs compared: the same groups" in done.stdout
 
 
 @pytest.fixture(scope="module")
@@ -57,23 +57,72 @@ def test_a_fresh_result_records_what_decides_its_numbers_and_reproduces(fresh, t
     (rep,) = json.loads(out.read_text())
     assert rep["reproduces"] and rep["same_groups_share"] == 1.0
     assert rep["mean_adjusted_rand"] == 1.0 and rep["first_group_difference"] is None
+    assert rep["first_error_difference"] is None and rep["epochs_compared"] == 3
+
+
+def _whole(r: dict) -> dict:
+    """``r`` with every derived field recomputed, as a careful forger would leave it."""
+    from hcct_lite.training.engine import summarize
+
+    for h in r["history"]:
+        answered = [e for e in h["client_test_error"] if e is not None]
+        h["mean_test_error"] = sum(answered) / len(answered)
+        h["n_groups"] = len(h["groups"])
+    r["final"] = summarize(r["history"])
+    return r
 
 
 def test_a_result_that_does_not_reproduce_says_where(fresh, tmp_path):
-    from hcct_lite.training.engine import summarize
-
     r = json.loads(fresh.read_text())  # tampered, but whole: its final is its history's
     r["history"][1]["groups"] = [[0, 1, 2, 3, 4, 5, 6, 7]]
     last = r["history"][-1]["client_test_error"]
     shift = 30.0 if last[2] <= 70 else -30.0
     last[2] += shift
-    r["final"] = summarize(r["history"])
     bad = tmp_path / "tampered.json"
-    bad.write_text(json.dumps(r))
+    bad.write_text(json.dumps(_whole(r)))
     done = _verify(str(bad))
     assert done.returncode == 1
     assert "does NOT reproduce: groups first differ in epoch 1" in done.stdout
+    assert "errors first differ by more than one test sample in epoch 2 (client 2)" in done.stdout
     assert f"client 2: final error {-shift:+.2f}" in done.stdout
+
+
+def test_errors_lowered_before_the_last_epoch_are_found(fresh, tmp_path):
+    """Every client 10 points better in the epochs before the last, every derived field
+    recomputed: the schema cannot tell, the rerun of every epoch does."""
+    from hcct_lite.runs.schema import result_problem
+
+    r = json.loads(fresh.read_text())
+    for h in r["history"][:-1]:
+        h["client_test_error"] = [max(0.0, e - 10) for e in h["client_test_error"]]
+    forged = _whole(r)
+    assert (
+        result_problem(forged) is None and forged["final"] != json.loads(fresh.read_text())["final"]
+    )
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    out = tmp_path / "report.json"
+    assert main(["verify", str(tmp_path / "forged.json"), "--json", str(out)]) == 1
+    (rep,) = json.loads(out.read_text())
+    assert rep["first_group_difference"] is None and rep["first_error_difference"][0] == 0
+    assert rep["clients_beyond_one_sample"] == [] and rep["epochs_compared"] == 3
+
+
+def test_a_gpu_result_without_a_gpu_is_checked_whole_and_says_so(fresh, tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: the result would be rerun on it")
+    gpu = json.loads(fresh.read_text())
+    gpu["provenance"]["device"] = "cuda (NVIDIA H200)"
+    (tmp_path / "gpu.json").write_text(json.dumps(gpu))
+    assert main(["verify", str(tmp_path / "gpu.json")]) == 0
+    out = capsys.readouterr().out
+    assert "computed on cuda (NVIDIA H200), and this machine has no GPU: not rerun" in out
+    assert "reproduces" not in out
+    gpu["history"][1]["mean_test_error"] = 1.0  # Fig. 3's table reads this field
+    (tmp_path / "gpu-edited.json").write_text(json.dumps(gpu))
+    assert main(["verify", str(tmp_path / "gpu-edited.json")]) == 2
+    assert "mean_test_error 1.0 is not the mean of its client errors" in capsys.readouterr().err
 
 
 def test_bad_arguments_exit_2_with_one_line(fresh, tmp_path, capsys):
@@ -87,7 +136,6 @@ def test_bad_arguments_exit_2_with_one_line(fresh, tmp_path, capsys):
         (tmp_path / "nope.json", "does not exist"),
         (tmp_path, "is not a regular file"),
         (tmp_path / "broken.json", "unreadable"),
-        (tmp_path / "gpu.json", "computed on cuda (NVIDIA H200); verify reruns CPU results only"),
         (tmp_path / "stopped.json", "a stopped run"),
     ]
     fields = json.loads(fresh.read_text())
@@ -138,4 +186,6 @@ def test_only_the_kernel_variables_a_file_names_are_set_and_checked(fresh, tmp_p
     odd.write_text(json.dumps(r))
     done = _verify(str(odd))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "(default kernels, " in done.stdout and "reproduces (same groups" in done.stdout
+    assert (
+        "(default kernels, " in done.stdout and "reproduces (all 3 epochs compared" in done.stdout
+    )

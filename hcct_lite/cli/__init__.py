@@ -22,6 +22,6 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (ValueError, RuntimeError, DataNotFoundError) as err:
+    except (ValueError, RuntimeError, OSError, DataNotFoundError) as err:
         print(f"hcct-lite: error: {err}", file=sys.stderr)
         return 2

@@ -55,6 +55,17 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="epoch 0 is one FedAvg round for every client (the authors' code)",
     )
+    _defence_options(p)
+    p.add_argument("--initial-clients", type=int, help="incoming clients: clients at epoch 0")
+    p.add_argument("--new-clients", type=int, help="incoming clients: new ones every 10 epochs")
+    p.add_argument("--data-root", help="torchvision data root (default ~/.cache/hcct_lite)")
+    p.add_argument("--no-download", dest="download", action="store_false", default=None)
+    p.add_argument("--partition", help="the 'fixed' scheme's groups, e.g. '0,1|2'")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _defence_options(p) -> None:
+    """The options of the defence against crafted replies (docs/deploy.md)."""
     p.add_argument(
         "--norm-limit",
         type=float,
@@ -73,12 +84,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--trim-fraction", type=float, help="trimmed-mean: share dropped each side (0.25)"
     )
-    p.add_argument("--initial-clients", type=int, help="incoming clients: clients at epoch 0")
-    p.add_argument("--new-clients", type=int, help="incoming clients: new ones every 10 epochs")
-    p.add_argument("--data-root", help="torchvision data root (default ~/.cache/hcct_lite)")
-    p.add_argument("--no-download", dest="download", action="store_false", default=None)
-    p.add_argument("--partition", help="the 'fixed' scheme's groups, e.g. '0,1|2'")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--count-bound",
+        type=float,
+        help="a declared sample count counts at most this many times the median count "
+        "(steps, clip, norm allowance, weight; default 0: as declared)",
+    )
 
 
 def _overrides() -> tuple:
@@ -176,8 +187,8 @@ def _add_deployment_commands(sub) -> None:
     )
     ex.add_argument(
         "--state-dir",
-        help="folder of the silo's task records, used to answer for a task that died (default:"
-        " one per --runtime-api-address in the temporary folder)",
+        help="private folder of the silo's task records, used to answer for a task that died "
+        "(default: one per --runtime-api-address in ~/.cache/hcct_lite)",
     )
 
 

@@ -14,7 +14,10 @@ A silo guards itself with its node config (docs/deploy.md, "What a server can le
   request for an epoch already trained is refused (ten requests at learning rate 0 would
   read the training accuracy ten times), and so is an epoch number past the run's end;
 - ``lr-range`` (default ``"1e-4 1"``), ``batch-size-range`` (``"8 1024"``) and
-  ``max-local-epochs`` (20): training settings outside them are refused.
+  ``max-local-epochs`` (20): training settings outside them are refused;
+- ``dp-noise-multiplier`` (0, the default: off), ``dp-max-grad-norm`` (1), ``dp-delta``
+  (1e-5), ``dp-max-epsilon`` (0: no budget): DP-SGD with Opacus (:mod:`hcct_lite.privacy`);
+  the reply then carries the epsilon spent so far (``dp-epsilon``).
 
 A refused request is an error reply; the server counts the silo as missing for that round.
 """
@@ -26,6 +29,7 @@ import math
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
+from ..privacy import dp_settings, private_train
 from ..schemes.registry import SCHEME_CLASSES
 from ..training.local import SGDTrainer, evaluate
 from ..training.models import build_model, head_names
@@ -173,8 +177,13 @@ def _answer_train(cfg, msg: Message, context: Context) -> Message:
     lr, epoch = float(conf["lr"]), int(conf["epoch"])
     _check_training(c, lr, epoch, context)
     start = _keep_head(c, model, from_record(msg.content["model"]), context)
-    trainer = SGDTrainer(model, c.local_epochs, c.batch_size, seed=c.seed)
-    res = trainer.train_one(start, data, lr, epoch, i)
+    dp = dp_settings(context.node_config)
+    if dp is None:
+        res = SGDTrainer(model, c.local_epochs, c.batch_size, seed=c.seed).train_one(
+            start, data, lr, epoch, i
+        )
+    else:
+        res, eps = _train_privately(c, model, start, data, lr, epoch, i, dp, context)
     if _keeps_head(c):
         context.state["head"] = ArrayRecord(
             {k: res.state[k].detach().clone() for k in head_names(model)}
@@ -182,7 +191,26 @@ def _answer_train(cfg, msg: Message, context: Context) -> Message:
     metrics = MetricRecord(
         {"num-examples": res.n_samples, "train-loss": res.train_loss, "train-acc": res.train_acc}
     )
+    if dp is not None:
+        metrics["dp-epsilon"] = eps
     return Message(RecordDict({"model": to_record(res.state), "metrics": metrics}), reply_to=msg)
+
+
+def _train_privately(c, model, start, data, lr, epoch, i, dp, context) -> tuple:
+    """DP-SGD (:mod:`hcct_lite.privacy`): the silo's spending so far is in its context."""
+    spent = context.state["dp"] if "dp" in context.state else None
+    keys = ("sigma", "rate", "steps")
+    history = [] if spent is None else list(zip(*(spent[k] for k in keys), strict=True))
+    seed = c.seed * 1_000_003 + epoch * 10_007 + i
+    res, history, eps = private_train(
+        model, start, data, lr, seed, c.local_epochs, c.batch_size, dp, history
+    )
+    sigma, rate, steps = (list(v) for v in zip(*history, strict=True))
+    context.state["dp"] = MetricRecord(
+        {"sigma": [float(x) for x in sigma], "rate": [float(x) for x in rate],
+         "steps": [int(x) for x in steps]}
+    )  # fmt: skip
+    return res, eps
 
 
 def _answer_evaluate(cfg, msg: Message, context: Context) -> Message:

@@ -208,8 +208,8 @@ def run_silo_exec(runtime_api_address: str, insecure: bool = False, root_certifi
     root_certificates : path of the PEM CA that signed the SuperNode's Runtime API
         certificate, when it has one
     max_task_seconds : a task running longer is killed (0: no limit)
-    state_dir : the folder of the silo's task journal (default: one per Runtime API address
-        in the temporary folder); a second ``silo-exec`` on it is refused
+    state_dir : the private folder of the silo's task journal (default: one per Runtime API
+        address in ``~/.cache/hcct_lite``); a second ``silo-exec`` on it is refused
     """
     if not hasattr(os, "fork"):
         raise RuntimeError("silo-exec needs os.fork (Linux or macOS); use Flower's default")

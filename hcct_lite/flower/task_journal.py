@@ -26,30 +26,32 @@ import fcntl
 import functools
 import inspect
 import json
+import logging
 import os
 import re
-import tempfile
+import stat
 from pathlib import Path
 from types import SimpleNamespace
+
+from ..runs.files import private_folder, write_at
 
 __all__ = ["TaskJournal", "default_folder", "alive"]
 
 REASON = "the ClientApp task died before replying (answered by the silo's executor)"
+_NO_RECORD = "it died before recording its token (Flower's token expiry frees it)"
+_MAX_RECORD = 64 << 20  # a record holds a token and a message without its content
+
+log = logging.getLogger("hcct_lite")
 
 
 def default_folder(runtime_api_address: str) -> Path:
-    """The journal's folder for the SuperNode at ``runtime_api_address`` (one per node)."""
+    """The journal's folder for the SuperNode at ``runtime_api_address`` (one per node).
+
+    In this user's own cache folder (``~/.cache/hcct_lite``), never a shared one: another
+    user cannot plant a link there or take the name first.
+    """
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", runtime_api_address)
-    return Path(tempfile.gettempdir()) / f"hcct-silo-exec-{os.getuid()}-{name}"
-
-
-def _write(path: Path, record: dict) -> None:
-    """Replace ``path`` by ``record`` in one step (a reader never sees half a record)."""
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(record, f)
-    os.replace(tmp, path)
+    return Path.home() / ".cache" / "hcct_lite" / f"silo-exec-{name}"
 
 
 def alive(pid: int) -> bool:
@@ -64,40 +66,106 @@ def alive(pid: int) -> bool:
 
 
 class TaskJournal:
-    """The task records of one silo's executor, in a folder only its user can read.
+    """The task records of one silo's executor, in a folder only its user can use.
 
     Parameters
     ----------
     folder : path of the folder (made with mode 0700 if missing; a task token is a
-        credential of the SuperNode's Runtime API)
+        credential of the SuperNode's Runtime API). An existing folder must be a real,
+        private folder of this user, under folders no other user can swap: anything else
+        is refused with a ``ValueError`` naming it (:func:`hcct_lite.runs.files.private_folder`),
+        and its mode is never changed.
+
+    Every file is opened through the folder's descriptor, without following links.
     """
 
     def __init__(self, folder):
         self.folder = Path(folder)
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if self.folder.stat().st_uid != os.getuid():
-            raise RuntimeError(f"{self.folder} belongs to another user; pass --state-dir")
-        os.chmod(self.folder, 0o700)
-        self._lock = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        home = Path.home()
+        if self.folder.is_relative_to(home):
+            # the default's ~/.cache/hcct_lite, or any missing folder on the way under the
+            # user's own home: made private, as the folder itself
+            missing = [p for p in self.folder.parents if p.is_relative_to(home) and p != home]
+            for parent in reversed(missing):
+                if not os.path.lexists(parent):
+                    os.close(private_folder(parent))
+        self.fd = private_folder(self.folder)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
+        try:
+            self._lock = os.open("lock", flags, 0o600, dir_fd=self.fd)
+        except OSError as err:
+            raise ValueError(f"{self.folder / 'lock'}: cannot be opened ({err.strerror})") from None
+        if not stat.S_ISREG(os.fstat(self._lock).st_mode):
+            os.close(self._lock)
+            raise ValueError(f"{self.folder / 'lock'}: is not a regular file")
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            holder = os.pread(self._lock, 32, 0).decode(errors="replace").strip() or "?"
             os.close(self._lock)
-            holder = (self.folder / "lock").read_text().strip() or "?"
             raise RuntimeError(
                 f"another silo-exec (pid {holder}) already serves this SuperNode "
                 f"({self.folder} is locked)"
             ) from None
         os.ftruncate(self._lock, 0)
-        os.write(self._lock, str(os.getpid()).encode())
+        os.pwrite(self._lock, str(os.getpid()).encode(), 0)
+
+    def _write(self, name: str, record: dict) -> None:
+        """Replace record ``name`` in one step (a reader never sees half a record)."""
+        write_at(self.fd, name, json.dumps(record).encode())
 
     def record(self, pid: int) -> Path:
         """Path of the record of the task in process ``pid``."""
         return self.folder / f"task-{pid}.json"
 
     def pids(self) -> list:
-        """Process ids of the tasks with a record, alive or not."""
-        return sorted(int(p.stem.removeprefix("task-")) for p in self.folder.glob("task-*.json"))
+        """Process ids of the tasks with a record, alive or not.
+
+        A file that is no task's record (a name without a process id, a link, not a
+        file, not a JSON object of strings) is set aside, renamed ``*.set-aside``, with
+        one line naming it.
+        """
+        out = []
+        for name in sorted(os.listdir(self.fd)):
+            if not (name.startswith("task-") and name.endswith(".json")):
+                continue
+            pid = name.removeprefix("task-").removesuffix(".json")
+            st = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+            number = pid.isascii() and pid.isdigit() and 0 < int(pid) < 2**31
+            if not (number and stat.S_ISREG(st.st_mode)):
+                self._set_aside(name, "it is no task's record")
+            elif self.read(int(pid)) is not None:  # a bad record is set aside by read
+                out.append(int(pid))
+        return out
+
+    def _set_aside(self, name: str, why: str) -> None:
+        try:
+            os.replace(name, name + ".set-aside", src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except OSError:
+            return
+        log.warning("silo-exec: %s set aside (%s): %s.set-aside", self.folder / name, why, name)
+
+    def read(self, pid: int) -> dict | None:
+        """The record of task ``pid`` (None if there is none); a bad one is set aside."""
+        name = f"task-{pid}.json"
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self.fd)
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            self._set_aside(name, f"unreadable: {err.strerror}")
+            return None
+        try:
+            with os.fdopen(fd, "rb") as f:
+                record = json.loads(f.read(_MAX_RECORD))
+        except (OSError, ValueError, RecursionError):
+            record = None
+        fields = ("token", "message", "message_id")
+        ok = isinstance(record, dict) and all(isinstance(record.get(k, ""), str) for k in fields)
+        if not ok:
+            self._set_aside(name, "not a task record")
+            return None
+        return record
 
     def in_child(self, token: str) -> None:
         """In a task's process, before Flower's ClientApp code runs: record its token.
@@ -109,8 +177,8 @@ class TaskJournal:
         from flwr.app.message import remove_content_from_message
         from flwr.common.serde import message_to_proto
 
-        path, record = self.record(os.getpid()), {"token": token}
-        _write(path, record)
+        name, record = f"task-{os.getpid()}.json", {"token": token}
+        self._write(name, record)
         pull, push = flower_task.pull_task_input, flower_task.push_message
 
         @functools.wraps(pull)
@@ -119,14 +187,14 @@ class TaskJournal:
             proto = message_to_proto(remove_content_from_message(message))
             record["message"] = base64.b64encode(proto.SerializeToString()).decode()
             record["message_id"] = message.metadata.message_id
-            _write(path, record)
+            self._write(name, record)
             return message, context, run, fab
 
         @functools.wraps(push)
         def pushed(client, message, context):
             push(client, message, context)
             record["replied"] = True
-            _write(path, record)
+            self._write(name, record)
 
         flower_task.pull_task_input, flower_task.push_message = pulled, pushed
 
@@ -136,24 +204,35 @@ class TaskJournal:
         ``connect(token)`` returns a Flower ``RuntimeHttpClient`` authenticated as the task.
         Returns None if the task had replied, else what was done, in words.
         """
-        path = self.record(pid)
+        record = self.read(pid)
         try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):
-            record = {}  # died before its record was whole: nothing to answer for
-        try:
+            if record is None:  # none, or set aside: nothing to answer with
+                return _NO_RECORD
             if record.get("replied"):
                 return None
             if "token" not in record:
                 return "it died before recording its token (Flower's token expiry frees it)"
             return _answer(record, connect)
         finally:
-            path.unlink(missing_ok=True)
-            path.with_suffix(".tmp").unlink(missing_ok=True)  # killed while writing
+            try:
+                os.unlink(f"task-{pid}.json", dir_fd=self.fd)
+            except FileNotFoundError:
+                pass
+            self._clean_temporary(pid)
+
+    def _clean_temporary(self, pid: int) -> None:
+        """Remove the temporary records a task killed while writing left."""
+        for name in os.listdir(self.fd):
+            if name.startswith(".tmp-") and name.endswith(f"-task-{pid}.json"):
+                try:
+                    os.unlink(name, dir_fd=self.fd)
+                except FileNotFoundError:
+                    pass
 
     def close(self) -> None:
-        """Release the folder's lock (a new executor may take it)."""
+        """Release the folder's lock (a new executor may take it) and its descriptor."""
         os.close(self._lock)
+        os.close(self.fd)
 
 
 def _answer(record: dict, connect) -> str:

@@ -14,6 +14,7 @@ when the grid ends.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 from dataclasses import dataclass
@@ -69,8 +70,8 @@ class RayOptions:
     def __post_init__(self):
         if self.gpus_per_run is not None and not 0 < self.gpus_per_run <= 1:
             raise ValueError(f"--gpus-per-run must be in (0, 1]; got {self.gpus_per_run}")
-        if self.startup_wait is not None and not self.startup_wait > 0:
-            raise ValueError(f"--ray-startup-wait must be > 0 seconds; got {self.startup_wait}")
+        if self.startup_wait is not None:
+            _check_wait(self.startup_wait, "--ray-startup-wait")
         if self.retries < 0:
             raise ValueError(f"retries must be >= 0; got {self.retries}")
 
@@ -87,6 +88,21 @@ class RayOptions:
         return GPUS_PER_RUN.get(job.task, DEFAULT_GPUS_PER_RUN)
 
 
+MAX_STARTUP_WAIT = 86_400  # a day: past it a typo, not a slow machine
+
+
+def _check_wait(value, name: str) -> int:
+    """``value`` as whole seconds (rounded up) if it is a number in (0, a day], else raise."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not 0 < seconds <= MAX_STARTUP_WAIT:  # NaN and inf fail too
+        raise ValueError(f"{name} must be a number of seconds in (0, {MAX_STARTUP_WAIT}]; "
+                         f"got {value!r}")  # fmt: skip
+    return math.ceil(seconds)
+
+
 def ray_environment(startup_wait=None) -> None:
     """Set the variables Ray reads when it starts a node, before it starts one.
 
@@ -95,10 +111,13 @@ def ray_environment(startup_wait=None) -> None:
     :data:`RAY_STARTUP_WAIT`.
     """
     if startup_wait:
-        os.environ["RAY_raylet_start_wait_time_s"] = str(int(startup_wait))
+        os.environ["RAY_raylet_start_wait_time_s"] = str(
+            _check_wait(startup_wait, "--ray-startup-wait")
+        )
     else:
-        wait = float(os.environ.get("HCCT_RAY_STARTUP_WAIT", RAY_STARTUP_WAIT))
-        os.environ.setdefault("RAY_raylet_start_wait_time_s", str(int(wait)))
+        wait = os.environ.get("HCCT_RAY_STARTUP_WAIT", RAY_STARTUP_WAIT)
+        wait = _check_wait(wait, "HCCT_RAY_STARTUP_WAIT")
+        os.environ.setdefault("RAY_raylet_start_wait_time_s", str(wait))
     # Ray runs its workers at nice 15: beside any other busy process they then starve.
     os.environ.setdefault("RAY_worker_niceness", "0")
     # CPU-only tasks keep the GPUs visible as they are (Ray's coming default; silences a warning)

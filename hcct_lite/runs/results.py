@@ -9,9 +9,10 @@ import csv
 import io
 import json
 import os
-import tempfile
 
 import numpy as np
+
+from .files import write_text
 
 __all__ = [
     "result_path",
@@ -35,22 +36,12 @@ def result_path(out_dir: str, task: str, scheme: str, seed: int) -> str:
 def write_json(path: str, obj) -> None:
     """Write ``obj`` as JSON atomically: a killed run never leaves a half-written file.
 
-    Never replaces anything but a regular file (a device or a FIFO stays what it is).
+    Never replaces anything but a regular file (a device or a FIFO stays what it is), and
+    never writes through a link or into a folder another user can steer
+    (:func:`~hcct_lite.runs.files.write_text`).
     """
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.exists(path) and not os.path.isfile(path):
-        raise ValueError(f"{path}: is not a regular file; results are never written over one")
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a result is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_text(path, json.dumps(obj, indent=1))
 
 
 def read_results(paths) -> list:

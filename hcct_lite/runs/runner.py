@@ -7,6 +7,7 @@ import os
 from ..training.config import SCHEMES, make_config
 from ..training.engine import run_experiment
 from ..training.provenance import kernel_env, provenance, source_fingerprint
+from .files import write_text
 from .jobs import Job, compute_job, job_path, one_torch_thread, run_job, store_job
 from .results import read_results, result_path, tables, to_csv, to_markdown, write_json
 from .store import OTHER_CODE, clean_temp_files, reuse_problem
@@ -93,8 +94,7 @@ def save_tables(results, schemes, tasks, out_dir, stem="tables") -> str:
         to_text(h3, r3),
     ]
     os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, f"{stem}_schemes.csv"), "w") as f:
-        f.write(to_csv(h3, r3))
+    write_text(os.path.join(out_dir, f"{stem}_schemes.csv"), to_csv(h3, r3))
     for t, (h4, r4) in t4.items():
         md += [
             "",
@@ -107,10 +107,8 @@ def save_tables(results, schemes, tasks, out_dir, stem="tables") -> str:
             f"Table V layout ({t}): test error (%) over clients, averaged over seeds",
             to_text(h4, r4),
         ]
-        with open(os.path.join(out_dir, f"{stem}_per_client_{t}.csv"), "w") as f:
-            f.write(to_csv(h4, r4))
-    with open(os.path.join(out_dir, f"{stem}.md"), "w") as f:
-        f.write("\n".join(md) + "\n")
+        write_text(os.path.join(out_dir, f"{stem}_per_client_{t}.csv"), to_csv(h4, r4))
+    write_text(os.path.join(out_dir, f"{stem}.md"), "\n".join(md) + "\n")
     return "\n".join(text)
 
 

@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from .derived import derived_problem
+
 __all__ = ["result_problem", "config_problem"]
 
 # a stored statistic may differ from its recomputation by float rounding only
@@ -149,4 +151,8 @@ def result_problem(r) -> str | None:
     for key in ("sizes", "domains"):
         if problem := _per_client(r, key, cfg.n_clients):
             return problem
-    return _history_problem(r, cfg) or _final_problem(r["final"], r["history"])
+    return (
+        _history_problem(r, cfg)
+        or _final_problem(r["final"], r["history"])
+        or derived_problem(r, cfg)
+    )

@@ -13,6 +13,7 @@ import tempfile
 import time
 
 from ..training.provenance import compute_fingerprint
+from .files import output_problem
 from .schema import result_problem
 
 __all__ = [
@@ -147,6 +148,8 @@ def check_output_path(path, folder: bool = False, what: str = "--json") -> None:
         hint = "; give a file name such as out.json" if kind == "a folder" else ""
         raise ValueError(f"{what} {path}: is {kind}, not a regular file{hint}")
     parent = target if folder else os.path.dirname(target)
+    if problem := output_problem(target, folder):  # no other user steers what is written
+        raise ValueError(f"{what} {path}: {problem}")
     try:
         os.makedirs(parent, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=parent, prefix=".check-"):

@@ -1,7 +1,9 @@
-"""``hcct-lite verify``: rerun a stored CPU result in a fresh process.
+"""``hcct-lite verify``: rerun a stored result in a fresh process and compare every epoch.
 
-It reproduces when the groups are the same in every epoch and each client's final error is
-within one test sample.
+It reproduces when the groups are the same in every epoch and each client's error is within
+one test sample in every epoch. A GPU result is rerun where a GPU is; elsewhere it is checked
+for internal consistency only (:func:`~hcct_lite.runs.schema.result_problem`), and the
+report says which.
 
 The rerun uses the result's recorded torch thread count and CPU kernels
 (``ATEN_CPU_CAPABILITY``), which decide the last bits of every update: a partition decided
@@ -22,7 +24,7 @@ import numpy as np
 from ..training.provenance import KERNEL_VARIABLES, kernel_env
 from .store import load_result
 
-__all__ = ["load_for_verify", "rerun", "compare_runs", "verify"]
+__all__ = ["load_for_verify", "rerun", "compare_runs", "verify", "computed_on"]
 
 
 def load_for_verify(path: str) -> dict:
@@ -30,11 +32,22 @@ def load_for_verify(path: str) -> dict:
     if not os.path.isfile(path):
         what = "does not exist" if not os.path.exists(path) else "is not a regular file"
         raise ValueError(f"{path}: {what}")
-    r = load_result(path)
-    device = (r.get("provenance") or {}).get("device") or r["config"].get("device", "cpu")
-    if not str(device).startswith("cpu"):
-        raise ValueError(f"{path}: computed on {device}; verify reruns CPU results only")
-    return r
+    return load_result(path)
+
+
+def computed_on(r: dict) -> str:
+    """The device a result was computed on (its provenance's, else its config's)."""
+    prov = r.get("provenance") if isinstance(r.get("provenance"), dict) else {}
+    return str(prov.get("device") or r["config"].get("device", "cpu"))
+
+
+def _consistency_report(path: str, stored: dict, device: str, log) -> dict:
+    """A GPU result where no GPU is: every derived field was checked on loading; say so."""
+    log(f"{path}: computed on {device}, and this machine has no GPU: not rerun; checked for "
+        "internal consistency only (each epoch's mean, missing clients, learning rate, final "
+        "block, rejections and aggregation agree with what they derive from)")  # fmt: skip
+    return {"path": path, "checked": "consistency", "reproduces": None, "device": device,
+            "epochs_compared": 0}  # fmt: skip
 
 
 def rerun(result: dict, capability: str | None = None, threads: int | None = None) -> dict:
@@ -103,17 +116,20 @@ def _child(spec_path: str, out_path: str) -> None:
 
 
 def compare_runs(stored: dict, again: dict) -> dict:
-    """How far ``again`` (a rerun with ``test_sizes``) is from ``stored``.
+    """How far ``again`` (a rerun with ``test_sizes``) is from ``stored``, epoch by epoch.
 
     Returns
     -------
     dict
-        ``reproduces`` (bool: same groups every epoch and every client's final error
-        within one test sample, 100 / T_i points), ``first_group_difference`` (epoch or
-        None), ``same_groups_share`` (share of epochs with identical groups),
+        ``reproduces`` (bool: the same number of epochs, the same groups in every epoch
+        and every client's error within one test sample, 100 / T_i points, in every
+        epoch), ``epochs_compared``, ``first_group_difference`` (epoch or None),
+        ``same_groups_share`` (share of epochs with identical groups),
         ``mean_adjusted_rand`` (partition agreement over epochs, 1 = identical),
-        ``error_differences`` (per client, rerun minus stored, in points; None where
-        either is missing), ``clients_beyond_one_sample``, ``mean_error_change``.
+        ``first_error_difference`` (``[epoch, client]`` of the first error beyond one test
+        sample, or None), ``error_differences`` (per client, final rerun minus stored, in
+        points; None where either is missing), ``clients_beyond_one_sample`` (final
+        epoch), ``mean_error_change``.
     """
     from sklearn.metrics import adjusted_rand_score
 
@@ -127,16 +143,22 @@ def compare_runs(stored: dict, again: dict) -> dict:
         adjusted_rand_score(group_labels(x, n), group_labels(y, n))
         for x, y in zip(a, b, strict=False)
     ]
-    e0, e1 = _final_errors(stored, n), _final_errors(again, n)
-    diffs = [None if x is None or y is None else y - x for x, y in zip(e0, e1, strict=True)]
     one = [100.0 / t for t in again["test_sizes"]]
-    beyond = [
-        i for i, (d, s) in enumerate(zip(diffs, one, strict=True)) if d is None or abs(d) > s + 1e-9
-    ]
+    e0, e1 = _final_errors(stored, n), _final_errors(again, n)
+    diffs, beyond = _beyond(e0, e1, one)
+    first_error = None
+    for t, (h0, h1) in enumerate(zip(stored["history"], again["history"], strict=False)):
+        _, off = _beyond(_padded(h0["client_test_error"], n), _padded(h1["client_test_error"], n),
+                         one)  # fmt: skip
+        if off:
+            first_error = [t, off[0]]
+            break
     first = next((t for t, ok in enumerate(same) if not ok), None)
     return {
-        "reproduces": first is None and not beyond,
+        "reproduces": first is None and first_error is None and not beyond,
+        "epochs_compared": min(len(a), len(b)),
         "first_group_difference": first,
+        "first_error_difference": first_error,
         "same_groups_share": float(np.mean(same)),
         "mean_adjusted_rand": float(np.mean(ari)) if ari else float("nan"),
         "error_differences": diffs,
@@ -145,10 +167,21 @@ def compare_runs(stored: dict, again: dict) -> dict:
     }
 
 
+def _padded(errors, n: int) -> list:
+    return list(errors) + [None] * (n - len(errors))
+
+
+def _beyond(e0, e1, one) -> tuple:
+    """Differences (rerun minus stored) and the clients off by more than one test sample."""
+    diffs = [None if x is None or y is None else y - x for x, y in zip(e0, e1, strict=True)]
+    off = [i for i, (x, y, d, s) in enumerate(zip(e0, e1, diffs, one, strict=True))
+           if (x is None) != (y is None) or (d is not None and abs(d) > s + 1e-9)]  # fmt: skip
+    return diffs, off
+
+
 def _final_errors(r: dict, n: int) -> list:
     """Each client's final error (n,), None for a missing (or never active) client."""
-    errors = r["final"]["client_test_error"]
-    return list(errors) + [None] * (n - len(errors))
+    return _padded(r["final"]["client_test_error"], n)
 
 
 def verify(path: str, capability: str | None = None, log=print, stored=None) -> dict:
@@ -160,6 +193,12 @@ def verify(path: str, capability: str | None = None, log=print, stored=None) -> 
     """
     stored = load_for_verify(path) if stored is None else stored
     prov = stored.get("provenance") or {}
+    device = computed_on(stored)
+    if not device.startswith("cpu"):
+        import torch
+
+        if not torch.cuda.is_available():
+            return _consistency_report(path, stored, device, log)
     again = rerun(stored, capability)
     used = again["provenance"]["cpu_capability"]
     if not prov.get("cpu_capability"):
@@ -167,6 +206,8 @@ def verify(path: str, capability: str | None = None, log=print, stored=None) -> 
     report = compare_runs(stored, again)
     report.update(
         path=path,
+        checked="rerun",
+        device=device,
         capability=used,
         threads=again["provenance"]["torch_threads"],
         recorded_capability=prov.get("cpu_capability"),
@@ -179,12 +220,17 @@ def verify(path: str, capability: str | None = None, log=print, stored=None) -> 
 def _log_report(rep: dict, log) -> None:
     head = f"{rep['path']} ({rep['capability']} kernels, {rep['threads']} thread(s)): "
     if rep["reproduces"]:
-        log(head + "reproduces (same groups every epoch, final errors within one test sample)")
+        log(head + f"reproduces (all {rep['epochs_compared']} epochs compared: the same "
+            "groups and every client's error within one test sample in each)")  # fmt: skip
         return
+    where = rep["first_error_difference"]
     log(
         head + f"does NOT reproduce: groups first differ in epoch {rep['first_group_difference']}"
-        f"; identical in {100 * rep['same_groups_share']:.0f}% of epochs, mean adjusted Rand "
-        f"{rep['mean_adjusted_rand']:.3f}; mean final error {rep['mean_error_change']:+.2f} points"
+        f"; errors first differ by more than one test sample in "
+        + (f"epoch {where[0]} (client {where[1]})" if where else "no epoch")
+        + f"; groups identical in {100 * rep['same_groups_share']:.0f}% of epochs, mean "
+        f"adjusted Rand {rep['mean_adjusted_rand']:.3f}; mean final error "
+        f"{rep['mean_error_change']:+.2f} points"
     )
     for i in rep["clients_beyond_one_sample"]:
         d = rep["error_differences"][i]

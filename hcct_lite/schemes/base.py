@@ -148,6 +148,9 @@ class Scheme:
     # how members' models become one (a robust.Aggregator; make_scheme sets it): None is
     # FedAvg, exactly weighted_average
     aggregator = None
+    # whether a model trained by one client alone may be taken up by others later (cluster
+    # models): then the norm rule judges every reply, a loner's too
+    models_shared = False
 
     def average(self, states, starts, weights, sizes, members=()) -> dict:
         """One model from members' trained ``states`` by the scheme's aggregator.

@@ -174,6 +174,8 @@ class MAXFL(Scheme):
 class _ClusterModels(Scheme):
     """K server-side cluster models; clients pick by their training loss on each."""
 
+    models_shared = True  # a cluster model one client trained alone, others may pick next
+
     def __init__(self, k: int):
         if k < 1:
             raise ValueError(f"k (cluster models) must be >= 1; got {k}")

@@ -45,9 +45,12 @@ from .base import weighted_average
 
 __all__ = [
     "AGGREGATORS", "Aggregator", "local_steps", "l2_norm", "norm_reference", "per_step_norms",
+    "vouched_counts", "capped_weights", "round_reference",
 ]  # fmt: skip
 
-AGGREGATORS = ("mean", "clipped-mean", "trimmed-mean", "median", "centered-clip", "multi-krum")
+AGGREGATORS = (
+    "mean", "clipped-mean", "trimmed-mean", "median", "centered-clip", "multi-krum", "krum-mean",
+)  # fmt: skip
 CENTERED_CLIP_STEPS = 3
 
 
@@ -74,6 +77,56 @@ def norm_reference(norms) -> tuple:
     if len(values) >= 3:
         return float(np.median(values)), "median"
     return float(min(values)), "smaller"
+
+
+def vouched_counts(declared, bound: float) -> np.ndarray:
+    """(N,) the sample counts the federation can vouch for, from the ``declared`` ones.
+
+    With ``bound > 0`` each count is at most ``bound`` times the reference of the positive
+    counts (:func:`norm_reference`: their median, of two the smaller), so that no silo's
+    word alone buys more steps (a wider clip and norm allowance) or more weight than that;
+    ``bound = 0`` keeps the counts as declared. A count of 0 (a silo that never enrolled)
+    stays 0.
+    """
+    d = np.asarray(declared, dtype=np.int64)
+    positive = d[d > 0]
+    if bound <= 0 or len(positive) == 0:
+        return d.copy()
+    cap = max(1, int(bound * norm_reference(positive)[0]))
+    return np.minimum(d, cap)
+
+
+def capped_weights(weights) -> np.ndarray:
+    """(n,) ``weights`` capped at their reference (the median; of two, the smaller), summing 1.
+
+    A robust rule gives no member more weight than a typical one: a count or an accuracy
+    a silo reports buys at most the median's weight.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    positive = w[w > 0]
+    if len(positive):
+        w = np.minimum(w, norm_reference(positive)[0])
+    return w / w.sum()
+
+
+def round_reference(updates: list):
+    """The coordinate-wise median of a round's accepted ``updates`` as a delta, or None.
+
+    ``updates`` are mappings name -> tensor of ``(w_start - w_end) / lr``; the result maps
+    each name to minus their median (the direction the models moved). None for fewer than
+    three: no majority.
+    """
+    if len(updates) < 3:
+        return None
+    return {k: -torch.stack([u[k].float() for u in updates]).median(dim=0).values
+            for k in updates[0]}  # fmt: skip
+
+
+def _cosine(a: dict, b: dict) -> float:
+    keys = [k for k in a if k in b]
+    dot = sum(float((a[k].double() * b[k].double()).sum()) for k in keys)
+    na, nb = l2_norm(a[k] for k in keys), l2_norm(b[k] for k in keys)
+    return dot / (na * nb) if na > 0 and nb > 0 else 0.0
 
 
 def per_step_norms(deltas: list, steps) -> np.ndarray:
@@ -104,7 +157,9 @@ class Aggregator:
             raise ValueError(f"aggregator must be one of {', '.join(AGGREGATORS)}; got {kind!r}")
         self.kind, self.clip_factor, self.trim_fraction = kind, clip_factor, trim_fraction
         self.batch_size, self.local_epochs = batch_size, local_epochs
-        self.few, self.epoch = {}, 0
+        self.few, self.disputes, self.epoch = {}, {}, 0
+        # the round's robust centre of the updates, as a delta (the engine sets it each epoch)
+        self.reference = None
 
     def combine(self, states: list, starts: list, weights, sizes, members=()) -> dict:
         """The group's model from its members' trained ``states``.
@@ -118,14 +173,14 @@ class Aggregator:
         """
         if self.kind == "mean" or len(states) == 1:
             return weighted_average(states, weights)
-        w = np.asarray(weights, dtype=np.float64)
-        w = w / w.sum()
+        w = capped_weights(weights)
         floats = [k for k, v in states[0].items() if v.is_floating_point()]
         deltas = [{k: s[k] - st[k] for k in floats} for s, st in zip(states, starts, strict=True)]
         deltas = self._clipped(deltas, local_steps(sizes, self.batch_size, self.local_epochs))
         few = len(states) < 3  # no majority to go by: the clipped mean, recorded
         if few:
             self.few.setdefault(self.epoch, []).append([int(i) for i in members])
+            w = self._settle_dispute(deltas, w, [int(i) for i in members])
         combined = _COMBINE["clipped-mean" if few else self.kind](deltas, w, self)
         same = all(st is starts[0] for st in starts)
         base = starts[0] if same else weighted_average(starts, weights)
@@ -133,6 +188,24 @@ class Aggregator:
         for k in floats:
             out[k] = base[k] + combined[k].to(base[k].dtype)
         return out
+
+    def _settle_dispute(self, deltas: list, w, members: list) -> np.ndarray:
+        """The weights of two members, or, where they disagree, of the one the round backs.
+
+        Two updates that point apart (cosine < 0) cannot both be honest progress on a
+        shared model, and averaging them lets either one cancel the other. The member whose
+        delta agrees better with the round's :attr:`reference` (the coordinate-wise median
+        of every accepted update, so an honest majority's) keeps weight 1, the other 0, and
+        the pair is recorded in ``disputes``. Without a reference, both keep their weights.
+        """
+        if self.reference is None or _cosine(deltas[0], deltas[1]) >= 0:
+            return w
+        agree = [_cosine(d, self.reference) for d in deltas]
+        kept = int(np.argmax(agree))
+        self.disputes.setdefault(self.epoch, []).append(
+            {"kept": members[kept], "left_out": members[1 - kept]} if members else {}
+        )
+        return np.eye(2)[kept]
 
     def _clipped(self, deltas: list, steps) -> list:
         """Each delta scaled to at most ``clip_factor`` x the larger of two references.
@@ -166,6 +239,13 @@ class Aggregator:
                 f"was clipped to {self.clip_factor:g} x the smaller one (as it stands, or per "
                 f"local step times its own steps) and the two averaged ({self.kind} needs "
                 f"three or more)"
+            )
+        if self.disputes:
+            out["disputes"] = [{"epoch": e, "pairs": p} for e, p in sorted(self.disputes.items())]
+            out["disputes_note"] = (
+                "groups of two whose updates pointed apart (cosine < 0): only the member "
+                "whose update agreed better with the round's coordinate-wise median update "
+                "was kept"
             )
         return out
 
@@ -204,7 +284,8 @@ def _median(deltas, w, agg) -> dict:
     out = {}
     for k in deltas[0]:
         values = _stack(deltas, k).sort(dim=0).values
-        out[k] = (values[(n - 1) // 2] + values[n // 2]) / 2
+        # halves first: two values near float32's maximum overflow when summed
+        out[k] = values[(n - 1) // 2] / 2 + values[n // 2] / 2
     return out
 
 
@@ -221,19 +302,36 @@ def _centered_clip(deltas, w, agg) -> dict:
 
 
 def _multi_krum(deltas, w, agg) -> dict:
+    chosen = _krum_choice(deltas, (len(deltas) - 3) // 2)
+    wc = np.asarray(w)[chosen]
+    return _mean([deltas[i] for i in chosen], wc / wc.sum(), agg)
+
+
+def _krum_mean(deltas, w, agg) -> dict:
+    # of three, leaving the farthest out would leave out an honest odd one every round (a
+    # silo of another domain): centred clipping instead; of more, at least one is left out
+    if len(deltas) == 3:
+        return _centered_clip(deltas, w, agg)
+    chosen = _krum_choice(deltas, max(1, (len(deltas) - 3) // 2))
+    return _mean([deltas[i] for i in chosen], capped_weights(np.asarray(w)[chosen]), agg)
+
+
+def _krum_choice(deltas, f: int) -> np.ndarray:
+    """The indices of the ``n - f`` deltas closest to the others (Blanchard et al., 2017).
+
+    A delta's score is its summed squared distance to its nearest ``max(1, n - f - 2)``
+    others; the ``n - f`` lowest scores are kept, in order of score.
+    """
     n = len(deltas)
-    f = (n - 3) // 2
     gram = torch.zeros(n, n, dtype=torch.float64)
     for k in deltas[0]:
         x = _stack(deltas, k).reshape(n, -1).double()
         gram += (x @ x.T).cpu()
     sq = torch.diag(gram)
     dist = (sq[:, None] + sq[None, :] - 2 * gram).clamp(min=0)
-    near = n - f - 2
+    near = max(1, n - f - 2)
     scores = [float(dist[i][torch.arange(n) != i].sort().values[:near].sum()) for i in range(n)]
-    chosen = np.argsort(scores, kind="stable")[: n - f]
-    wc = np.asarray(w)[chosen]
-    return _mean([deltas[i] for i in chosen], wc / wc.sum(), agg)
+    return np.argsort(scores, kind="stable")[: n - f]
 
 
 _COMBINE = {
@@ -242,4 +340,5 @@ _COMBINE = {
     "median": _median,
     "centered-clip": _centered_clip,
     "multi-krum": _multi_krum,
+    "krum-mean": _krum_mean,
 }

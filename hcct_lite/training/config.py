@@ -65,6 +65,9 @@ class RunConfig:
     # (0: off);
     # honest FMNIST replies reach 12 x (HCCT-P, late epochs), hence 20
     norm_limit: float = 20.0
+    # a declared sample count counts at most count_bound x the federation's median count
+    # (of two, the smaller) for the steps, the clip, the norm rule and the weights (0: off)
+    count_bound: float = 0.0
     # how a group's models become one: "mean" (FedAvg, the paper's) or a robust rule of
     # hcct_lite.schemes.robust; deltas clipped to clip_factor x the median per-step norm
     aggregator: str = "mean"
@@ -177,6 +180,11 @@ def _check_aggregation(cfg: RunConfig) -> None:
         _is_number(cfg.clip_factor) and 1 <= cfg.clip_factor < math.inf,
         f"clip_factor must be a finite number >= 1 (a multiple of the median update); "
         f"got {cfg.clip_factor!r}",
+    )
+    _need(
+        _is_number(cfg.count_bound) and (cfg.count_bound == 0 or 1 <= cfg.count_bound < math.inf),
+        f"count_bound must be 0 (off) or a finite number >= 1 (a multiple of the median "
+        f"count); got {cfg.count_bound!r}",
     )
     _need(
         _is_number(cfg.trim_fraction) and 0 <= cfg.trim_fraction < 0.5,

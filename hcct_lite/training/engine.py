@@ -18,7 +18,7 @@ from typing_extensions import override
 from ..partition.updates import cosine_matrix
 from ..schemes.base import ServerView
 from ..schemes.registry import make_scheme
-from ..schemes.robust import local_steps
+from ..schemes.robust import local_steps, round_reference, vouched_counts
 from .batched import BatchedSGDTrainer
 from .config import RunConfig, arrival_epochs
 from .graphs import GraphedSGDTrainer
@@ -189,10 +189,13 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
     device = resolve_device(cfg.device)
     model = init_model(cfg, 0, device)
     backend = _backend(cfg, clients, backend, model, device)
-    steps = local_steps(backend.sizes, cfg.batch_size, cfg.local_epochs)
+    # what a silo declared is checked against its replies; what the federation vouches for
+    # (count_bound) sets its steps, clip, norm allowance and weight
+    sizes = vouched_counts(backend.sizes, cfg.count_bound)
+    steps = local_steps(sizes, cfg.batch_size, cfg.local_epochs)
     screen = ReplyScreen(backend.sizes, cfg.norm_limit, steps)
     server = ServerView(
-        sizes=np.asarray(backend.sizes, dtype=np.int64),
+        sizes=sizes,
         init_state=clone_state(model.state_dict()),
         head=head_names(model),
         trainable=[k for k, _ in model.named_parameters()],
@@ -225,17 +228,30 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         "scheme": cfg.scheme,
         "seed": cfg.seed,
         "config": cfg.to_dict(),
-        "sizes": server.sizes.tolist(),
+        "sizes": np.asarray(backend.sizes, dtype=np.int64).tolist(),
         "domains": list(backend.domains),
         "history": history,
         "final": summarize(history),
         "status": status,
         "rejected": screen.rejected,
-        "aggregation": scheme.aggregator.record(),
+        "aggregation": _aggregation(scheme.aggregator, backend.sizes, sizes, cfg.count_bound),
         "provenance": provenance(str(device)),
         # wall-clock times apart: two runs of one command differ only inside "timing"
         "timing": {"seconds": time.perf_counter() - t0, "epoch_seconds": epoch_seconds},
     }
+
+
+def _aggregation(aggregator, declared, vouched, bound) -> dict:
+    """The aggregator's record, and where ``count_bound`` cut a declared count, by how much."""
+    out = aggregator.record()
+    cut = [i for i, (d, v) in enumerate(zip(declared, vouched, strict=True)) if d != v]
+    if cut:
+        out["vouched_counts"] = [int(v) for v in vouched]
+        out["vouched_counts_note"] = (
+            f"clients {cut} declared more samples than {bound:g} x the federation's median "
+            f"count; their steps, clip, norm allowance and weight use the vouched counts"
+        )
+    return out
 
 
 def _backend(cfg, clients, backend, model, device):
@@ -280,11 +296,15 @@ def run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen) -> tuple
         server.states[i] = server.init_state
     lr = cfg.lr * cfg.lr_decay**t
     plan = scheme.plan(t, server)
-    results = screen.train(backend.train(plan.start, lr, t), plan.start, plan.groups)
+    # a scheme whose every model may be taken up by others (cluster models) has no loner
+    shared = None if scheme.models_shared else plan.groups
+    results = screen.train(backend.train(plan.start, lr, t), plan.start, shared)
     # missing: planned but silent or rejected, or left out of the plan for a probe
     missing = set(server.active) - set(results)
     plan = plan.without(missing)
     server.updates.update({i: r.update for i, r in results.items()})
+    if scheme.aggregator.kind != "mean":  # the honest majority's direction, for disputes
+        scheme.aggregator.reference = round_reference([r.update for r in results.values()])
     server.states.update(scheme.aggregate(t, server, plan, results))
     tested = screen.errors(
         backend.evaluate({i: server.states[i] for i in server.active if i not in missing})

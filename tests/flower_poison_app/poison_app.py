@@ -14,7 +14,11 @@ as hcct-lite's own ClientApp. Kinds:
 - ``enrol-zero`` / ``enrol-huge``: the enrolment declares 0 / 9.3e18 samples;
 - ``enrol-as-K``: the enrolment declares partition id K;
 - ``hang-at-K``: the training message of epoch K hangs (sleeps an hour) before training, as
-  a ClientApp stuck on a dead disk or a lock would; every other message is answered.
+  a ClientApp stuck on a dead disk or a lock would; every other message is answered;
+- ``enrol-million``: the enrolment declares 10^6 samples and training replies report them;
+- ``x-28125``: the training update multiplied by -28,125 (no knowledge of any other silo).
+
+Kinds join with ``+`` (``enrol-million+x-28125``: the claim and the flip together).
 """
 
 import math
@@ -37,8 +41,10 @@ def _train(kind, msg, reply):
         content["model"] = to_record(bad)
     elif kind == "count":
         content["metrics"]["num-examples"] = 10**12
-    elif kind in ("boost", "flip"):
-        scale = 1e6 if kind == "boost" else -10.0
+    elif kind == "enrol-million":
+        content["metrics"]["num-examples"] = 10**6
+    elif kind in ("boost", "flip", "x-28125"):
+        scale = {"boost": 1e6, "flip": -10.0, "x-28125": -28125.0}[kind]
         start, end = from_record(msg.content["model"]), from_record(content["model"])
         crafted = {k: start[k] - (start[k] - v) * scale if v.is_floating_point() else v
                    for k, v in end.items()}  # fmt: skip
@@ -55,6 +61,8 @@ def _query(kind, reply):
         info["num-examples"] = 0
     elif kind == "enrol-huge":
         info["num-examples"] = 9.3e18
+    elif kind == "enrol-million":
+        info["num-examples"] = 10**6
     elif kind.startswith("enrol-as-"):
         info["partition-id"] = int(kind.removeprefix("enrol-as-"))
     reply.content["info"] = MetricRecord(info)
@@ -69,12 +77,13 @@ def poison(msg, context, call_next):
     if not kind or reply.has_error():
         return reply
     message_type = msg.metadata.message_type
-    if message_type == "train":
-        _train(kind, msg, reply)
-    elif message_type == "query":
-        _query(kind, reply)
-    elif message_type == "evaluate" and kind == "no-metrics":
-        del reply.content["metrics"]
+    for one in kind.split("+"):
+        if message_type == "train":
+            _train(one, msg, reply)
+        elif message_type == "query":
+            _query(one, reply)
+        elif message_type == "evaluate" and one == "no-metrics":
+            del reply.content["metrics"]
     return reply
 
 

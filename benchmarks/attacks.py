@@ -1,0 +1,131 @@
+"""Crafted silos for the attack table: replies a Flower silo could send, made in process.
+
+:class:`AttackBackend` wraps the local backend and replaces the attackers' training replies
+(and, for the count attacks, the count they declare at enrolment) with crafted ones. Each
+crafted reply is a trained model ``start - lr * g`` for a crafted update ``g``, so it passes
+through the same reply screen, norm rule and aggregator as a real silo's. The attacker knows
+the code and, where an attack says so, every honest reply of the round:
+
+- ``boost``: its own update x 10^6; ``flip``: x -1;
+- ``flip-0.9``: its own update's sign flipped, stretched to 0.9 times what the norm rule lets
+  it send (from the round's replies and the counts the server vouches for); any robust rule
+  clips it to the clip's edge, so for them this is the flip at the clip's edge;
+- ``ipm``: inner-product manipulation, ``-3`` times the honest silos' mean update (Xie et
+  al., 2020);
+- ``alie``: "a little is enough", the honest mean minus one standard deviation, coordinate
+  by coordinate (Baruah et al., 2019, with z = 1);
+- ``mimic``: on even epochs a copy of silo 1's update (so a partition groups it with silo 1),
+  on odd ones silo 1's update flipped and stretched as ``flip-0.9``;
+- ``x-28125``: its own update x -28,125 (no knowledge of any other silo);
+- ``count``: 10^6 training samples declared at enrolment and reported; ``count+A``: that
+  claim and attack ``A``;
+- ``1e37``: one reply (epoch 1) whose every weight is 10^37, finite;
+- ``absent``: silo 0 never answers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+
+from hcct_lite.schemes.robust import local_steps, norm_reference, vouched_counts
+from hcct_lite.training.local import update_of
+from hcct_lite.training.replies import update_norm
+
+CLAIM = 10**6
+VICTIM = 1
+
+
+def _flat(update, names) -> torch.Tensor:
+    return torch.cat([update[k].reshape(-1).float() for k in names])
+
+
+class AttackBackend:
+    """The local backend, with the ``attackers``' replies replaced by ``attack``'s."""
+
+    def __init__(self, inner, attack: str, names, attackers, cfg):
+        self.inner, self.names, self.attackers = inner, list(names), list(attackers)
+        self.count = attack.startswith("count")
+        self.attack = attack.removeprefix("count").removeprefix("+") or "none"
+        self.norm_limit = cfg.norm_limit
+        self.sizes = inner.sizes.copy()
+        if self.count:
+            self.sizes[self.attackers] = CLAIM
+        self.domains = inner.domains
+        # what the server will make of the counts: the steps its rules allow each silo
+        sizes = vouched_counts(self.sizes, cfg.count_bound)
+        self.steps = local_steps(sizes, cfg.batch_size, cfg.local_epochs).astype(float)
+
+    def _allowance(self, out, i) -> float:
+        """The longest update the norm rule lets silo i send, from the round's replies: it
+        refuses only what is too long both as it stands and per local step."""
+        raw = {j: update_norm(r.update) for j, r in out.items()}
+        ref, _ = norm_reference(raw)
+        ref_step, _ = norm_reference({j: n / self.steps[j] for j, n in raw.items()})
+        return self.norm_limit * max(ref, ref_step * self.steps[i])
+
+    def _crafted(self, i, out, epoch) -> torch.Tensor | None:
+        """Silo i's crafted update (flat, over ``names``), or None to send its own."""
+        own = _flat(out[i].update, self.names)
+        honest = [_flat(r.update, self.names) for j, r in out.items() if j not in self.attackers]
+        kind = self.attack
+        if kind == "mimic":
+            if VICTIM not in out:
+                return None
+            own = _flat(out[VICTIM].update, self.names)
+            kind = "copy" if epoch % 2 == 0 else "flip-0.9"
+        if kind == "copy":
+            return own
+        if kind == "flip-0.9":
+            return -own * (0.9 * self._allowance(out, i) / max(float(own.norm()), 1e-30))
+        if kind in ("boost", "flip", "x-28125"):
+            return own * {"boost": 1e6, "flip": -1.0, "x-28125": -28125.0}[kind]
+        if kind in ("ipm", "alie") and honest:
+            h = torch.stack(honest)
+            if kind == "ipm":
+                return -3.0 * h.mean(0)
+            return h.mean(0) - h.std(0, correction=0)
+        return None
+
+    def _reply(self, r, start, lr, g):
+        state, offset = dict(r.state), 0
+        for k in self.names:
+            m = start[k].numel()
+            state[k] = start[k] - lr * g[offset : offset + m].view_as(start[k]).to(start[k].dtype)
+            offset += m
+        return dataclasses.replace(r, state=state, update=update_of(start, state, lr, self.names))
+
+    def train(self, starts, lr, epoch):
+        out = self.inner.train(starts, lr, epoch)
+        if self.attack == "absent":
+            for i in self.attackers:
+                out.pop(i, None)
+            return out
+        crafted = {i: self._crafted(i, out, epoch) for i in self.attackers if i in out}
+        for i, g in crafted.items():
+            r = out[i]
+            if self.attack == "1e37" and epoch == 1:
+                state = {k: torch.full_like(v, 1e37) if v.is_floating_point() else v
+                         for k, v in r.state.items()}  # fmt: skip
+                update = update_of(starts[i], state, lr, self.names)
+                r = dataclasses.replace(r, state=state, update=update)
+            elif g is not None:
+                r = self._reply(r, starts[i], lr, g)
+            if self.count:
+                r = dataclasses.replace(r, n_samples=CLAIM)
+            out[i] = r
+        return out
+
+    def evaluate(self, states):
+        return self.inner.evaluate(states)
+
+    def probe(self, i, state):
+        return self.inner.probe(i, state)
+
+
+def honest_mean(errors, seats) -> float:
+    """The mean final error (%) of the clients not in ``seats`` that answered."""
+    kept = [e for i, e in enumerate(errors) if i not in seats and e is not None]
+    return float(np.mean(kept)) if kept else float("nan")

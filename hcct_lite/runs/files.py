@@ -1,0 +1,209 @@
+"""Local files other users cannot steer.
+
+hcct-lite writes task tokens (``silo-exec``'s journal), results and tables, sometimes in a
+place other users share (the temporary folder, a team's disk). Every write here follows
+the same rules, whatever ``fs.protected_symlinks`` says:
+
+- a folder is used only if it is a real folder (not a symbolic link), owned by this user
+  (or root, for a folder this user cannot write anyway) and writable by no one else,
+  and no folder above it lets another user swap it (each one owned by this user or root,
+  and writable by others only with the sticky bit);
+- a file is created next to its target under a fresh name with ``O_EXCL | O_NOFOLLOW``
+  (so no planted file or link receives it), then renamed over the target, which replaces
+  a link instead of following it;
+- the mode of a folder this package did not create is never changed.
+
+Each refusal is one sentence naming the path and what is wrong.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import secrets
+import stat
+from pathlib import Path
+
+TEMP_PREFIX = ".tmp-"
+
+__all__ = [
+    "folder_problem",
+    "private_folder",
+    "write_at",
+    "write_text",
+    "others_can_write",
+    "output_problem",
+]
+
+
+def _owner(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def others_can_write(st: os.stat_result) -> bool:
+    """Whether a user other than the owner may write where ``st`` describes.
+
+    World-writable; or group-writable for a group with another member (a user's own
+    private group, the default of many systems, has none).
+    """
+    if st.st_mode & stat.S_IWOTH:
+        return True
+    if not st.st_mode & stat.S_IWGRP:
+        return False
+    me = _owner(os.getuid())
+    try:
+        group = grp.getgrgid(st.st_gid)
+    except KeyError:
+        return True
+    return any(m != me for m in group.gr_mem) or st.st_gid != os.getgid()
+
+
+def _ancestor_problem(path: Path) -> str | None:
+    """Why a folder above ``path`` would let another user swap what ``path`` names, or None.
+
+    Each folder from ``path``'s own up to ``/`` must be owned by this user or root, and
+    writable by another only with the sticky bit (which keeps others' hands off names they
+    do not own).
+    """
+    parent = path.parent
+    if not os.path.isdir(parent):
+        return f"its folder {parent} does not exist (or is not a folder)"
+    # a link on the way, as written, counts only if this user or root made it: another
+    # user's link in a shared folder would choose where the file goes
+    for step in (parent, *parent.parents):
+        st = os.lstat(step)
+        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (os.getuid(), 0):
+            return f"{step}, on its way, is a link {_owner(st.st_uid)} made"
+    here = Path(os.path.realpath(parent))
+    for folder in (here, *here.parents):
+        try:
+            st = os.stat(folder)
+        except OSError as err:
+            return f"{folder}, a folder above it, cannot be read ({err.strerror})"
+        if st.st_uid not in (os.getuid(), 0):
+            return f"{folder}, a folder above it, belongs to {_owner(st.st_uid)}"
+        if others_can_write(st) and not st.st_mode & stat.S_ISVTX:
+            return f"other users can write to {folder}, a folder above it with no sticky bit"
+    return None
+
+
+def folder_problem(path, private: bool = False) -> str | None:
+    """Why ``path`` is no folder to write in, or None.
+
+    Not a real folder (a link, a file, a device, ``/proc`` or ``/sys``), owned by another
+    user, writable by another, or under a folder that lets another swap it. ``private``:
+    also readable or searchable by no one else (a folder of credentials).
+    """
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as err:
+        return f"cannot be read ({err.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return f"is a symbolic link (to {os.readlink(path)}), not a folder"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a folder"
+    if st.st_uid != os.getuid() and not (st.st_uid == 0 and not os.access(path, os.W_OK)):
+        return f"belongs to {_owner(st.st_uid)}"
+    if others_can_write(st):
+        return f"other users can write to it (mode {stat.S_IMODE(st.st_mode):04o})"
+    if private and st.st_mode & 0o077:
+        return (f"other users can read it (mode {stat.S_IMODE(st.st_mode):04o}); make it "
+                f"private (chmod 700) or name another")  # fmt: skip
+    return _ancestor_problem(path)
+
+
+def private_folder(path) -> int:
+    """An open descriptor of the private folder ``path``, made (mode 0700) if missing.
+
+    Raises ``ValueError`` naming the folder if it is not one only this user can use
+    (:func:`folder_problem`). The descriptor is what later writes go through
+    (:func:`write_at`), so a folder swapped after this check is never written to.
+    """
+    path = Path(path)
+    parent_problem = None
+    if not os.path.lexists(path):
+        parent_problem = _ancestor_problem(path)
+        if parent_problem is None:
+            try:
+                os.mkdir(path, 0o700)  # never follows a link: an existing name fails
+            except FileExistsError:
+                pass  # made meanwhile: judged below, as any existing folder
+            except OSError as err:
+                raise ValueError(f"{path}: cannot be made ({err.strerror})") from None
+    problem = parent_problem or folder_problem(path, private=True)
+    if problem:
+        raise ValueError(f"{path}: {problem}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as err:
+        raise ValueError(f"{path}: cannot be opened ({err.strerror})") from None
+    st = os.fstat(fd)
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:  # swapped between check and open
+        os.close(fd)
+        raise ValueError(f"{path}: changed while it was being opened")
+    return fd
+
+
+def write_at(folder_fd: int, name: str, data: bytes, mode: int = 0o600) -> None:
+    """Replace ``name`` in the open folder ``folder_fd`` by ``data``, in one step.
+
+    Written under a fresh name (``O_EXCL | O_NOFOLLOW``), then renamed over ``name``: a
+    reader never sees half a file, and nothing planted receives the data.
+    """
+    tmp = f"{TEMP_PREFIX}{secrets.token_hex(6)}-{name}"  # .tmp-*.json: a killed write's
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    fd = os.open(tmp, flags, mode, dir_fd=folder_fd)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=folder_fd)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_text(path, text: str, mode: int = 0o644) -> None:
+    """Replace the file ``path`` by ``text`` without following a link or a planted file.
+
+    Refuses (``ValueError``, naming it) a folder another user owns or can write, unless it
+    has the sticky bit (the temporary folder): there a fresh name cannot be taken over and
+    the rename fails on another user's file instead of replacing it.
+    """
+    path = Path(os.path.abspath(path))
+    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+        if not os.path.islink(path):
+            raise ValueError(f"{path}: is not a regular file; results are never written over one")
+    problem = _ancestor_problem(path)
+    if problem:
+        raise ValueError(f"{path}: {problem}")
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        write_at(fd, path.name, text.encode(), mode)
+    except PermissionError as err:
+        raise ValueError(f"{path}: cannot be replaced ({err.strerror}: another user's file "
+                         "in a shared folder?)") from None  # fmt: skip
+    finally:
+        os.close(fd)
+
+
+def output_problem(path, folder: bool = False) -> str | None:
+    """Why results cannot be written safely at ``path`` (a file, or a ``folder``), or None.
+
+    A grid's folder is read back (finished runs are reused), so no other user may write in
+    it, even with a sticky bit; a single file may sit in a sticky shared folder such as the
+    temporary folder (:func:`write_text` neither follows nor replaces another user's file).
+    """
+    path = Path(os.path.abspath(path))
+    if folder and os.path.lexists(path):
+        return folder_problem(path)
+    return _ancestor_problem(path) if os.path.isdir(path.parent) else None
