@@ -50,6 +50,31 @@ def _verify(args) -> int:
     return 0 if all(r["reproduces"] for r in reports) else 1
 
 
+def _canaries(args) -> int:
+    from ..reproduction.paper_grids import grids_using
+    from ..runs import canary
+
+    stored = canary.load_canaries() if canary.CANARY_FILE.exists() or not args.write else {}
+    fresh = canary.run_canaries()
+    for name, entry in fresh.items():
+        if "unavailable" in entry:
+            print(f"not run: {name} ({entry['unavailable']})")
+    if args.write:
+        canary.write_canaries(fresh, stored=stored)
+        print(f"wrote {len(fresh)} canaries to {canary.CANARY_FILE}")
+        return 0
+    problems, changed = canary.canary_problems(stored, fresh)
+    for line in problems:
+        print(line)
+    if changed:
+        print(canary.change_report(stored, fresh, changed, grids_using))
+    if problems or changed:
+        return 1
+    ran = sum("unavailable" not in e for e in fresh.values())
+    print(f"{ran} canaries give the stored numbers bit for bit")
+    return 0
+
+
 def _reproduce(args) -> int:
     from ..reproduction.paper_grids import GRIDS, PAPER_PART, grid_jobs
     from ..runs.jobs import with_settings
@@ -66,7 +91,8 @@ def _reproduce(args) -> int:
             runs = sum(j.grid == name for j in jobs)
             print(f"{name:24s} {runs:4d} runs  {PAPER_PART[name]}")
         return 0
-    check_output_path(args.out, folder=True, what="--out")
+    if not args.dry_run:
+        check_output_path(args.out, folder=True, what="--out")
     run_jobs(
         jobs,
         args.out,
@@ -75,8 +101,9 @@ def _reproduce(args) -> int:
         reuse_older=args.reuse_older,
         cpu_capability=_capability(args),
         ray=_ray(args),
+        dry_run=args.dry_run,
     )
-    if not args.no_report:
+    if not args.no_report and not args.dry_run:
         from ..reproduction.report import write_report
 
         write_report(args.out, args.report)
@@ -132,7 +159,8 @@ def _silo_exec(args) -> int:
 def _settings(args) -> dict:
     """The RunConfig settings the options set, the hand-made partition parsed.
 
-    The output paths are checked here, before any training.
+    The output paths are checked here, before any training (not for a dry run, which
+    writes nothing).
     """
     from ..runs.store import check_output_path
 
@@ -141,6 +169,8 @@ def _settings(args) -> dict:
         from ..training.config import parse_partition
 
         overrides["partition"] = parse_partition(args.partition)
+    if getattr(args, "dry_run", False):
+        return overrides
     if getattr(args, "json", None) is not None:
         check_output_path(args.json, what="--json")
     if args.command == "compare":
@@ -189,9 +219,11 @@ def _compare(args) -> int:
         reuse_older=args.reuse_older,
         cpu_capability=_capability(args),
         ray=_ray(args),
+        dry_run=args.dry_run,
         **overrides,
     )
-    print(save_tables(results, schemes, [args.task], args.out))
+    if not args.dry_run:
+        print(save_tables(results, schemes, [args.task], args.out))
     return 0
 
 
@@ -203,4 +235,5 @@ COMMANDS = {
     "silo-exec": _silo_exec,
     "reproduce": _reproduce,
     "verify": _verify,
+    "canaries": _canaries,
 }

@@ -217,13 +217,28 @@ def _add_paper_commands(sub) -> None:
         help="rerun with these CPU kernels (default: each result's recorded ones)",
     )
     ver.add_argument("--json", help="write the comparisons here")
+    can = sub.add_parser(
+        "canaries",
+        help="rerun the canary runs and compare them bit for bit with the stored ones; exit 0 "
+        "if the computation is what the compute version says",
+    )
+    can.add_argument(
+        "--write",
+        action="store_true",
+        help="store the canaries' numbers (after bumping the version of the part you changed)",
+    )
 
 
 def _store_options(p, capability) -> None:
     p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="say for each run whether it would be reused or run, and why; run and write nothing",
+    )
+    p.add_argument(
         "--reuse-older",
         action="store_true",
-        help="reuse complete results of the same settings written by other code (each named)",
+        help="reuse complete results of the same settings of another compute version (each named)",
     )
     p.add_argument(
         "--cpu-capability",

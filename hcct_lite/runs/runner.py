@@ -9,7 +9,7 @@ from ..training.engine import run_experiment
 from ..training.provenance import kernel_env, provenance, source_fingerprint
 from .jobs import Job, compute_job, job_path, one_torch_thread, run_job, store_job
 from .results import read_results, result_path, tables, to_csv, to_markdown, write_json
-from .store import OTHER_CODE, clean_temp_files, reuse_problem
+from .store import OTHER_CODE, clean_temp_files, reuse_decision
 
 __all__ = [
     "Job",
@@ -49,6 +49,7 @@ def run_grid(
     reuse_older=False,
     cpu_capability=None,
     ray=None,
+    dry_run=False,
     **overrides,
 ) -> list:
     """Run every (scheme, seed) of ``task``; skip runs whose JSON already exists.
@@ -56,8 +57,8 @@ def run_grid(
     Each run's JSON is written atomically as soon as it finishes, so a killed grid
     resumes where it stopped, losing at most the runs in progress. ``workers`` > 1 runs
     them in that many processes of one torch thread each; the results are the same.
-    ``reuse_older``, ``cpu_capability`` and ``ray``: see :func:`run_jobs`. Returns the results in
-    (scheme, seed) order.
+    ``reuse_older``, ``cpu_capability``, ``ray`` and ``dry_run``: see :func:`run_jobs`.
+    Returns the results in (scheme, seed) order (none for a dry run).
     """
     schemes = list(SCHEMES) if schemes in (None, "all", ["all"]) else list(schemes)
     jobs = [
@@ -74,7 +75,10 @@ def run_grid(
         reuse_older=reuse_older,
         cpu_capability=cpu_capability,
         ray=ray,
+        dry_run=dry_run,
     )
+    if dry_run:
+        return []
     return read_results([result_path(out_dir, j.task, j.scheme, j.seed) for j in jobs])
 
 
@@ -183,6 +187,7 @@ def run_jobs(
     reuse_older: bool = False,
     cpu_capability: str | None = None,
     ray=None,
+    dry_run: bool = False,
 ) -> int:
     """Run every job whose file cannot be reused, in ``workers`` processes; return how many.
 
@@ -193,18 +198,23 @@ def run_jobs(
 
     A job whose file exists is skipped only if
     :func:`~hcct_lite.runs.store.reuse_problem` finds nothing against it (complete,
-    well formed, same settings, same code; results of other code too with
-    ``reuse_older``, each named); otherwise it is rerun, saying why. ``cpu_capability``
-    (e.g. ``"default"``) runs every job in a fresh process whose torch uses those SIMD
-    kernels, so that the results reproduce on any CPU that has them. ``ray`` (a
-    :class:`~hcct_lite.runs.ray_cluster.RayOptions`) runs each job as a Ray task instead,
-    on this machine or a cluster, each result written here as it arrives; ``workers`` is
-    then the cluster's business.
+    well formed, same settings, same compute version; results of another compute version
+    too with ``reuse_older``, each named); otherwise it is run, saying why. ``dry_run``
+    says so for every job and returns how many would run, running and writing nothing.
+    ``cpu_capability`` (e.g. ``"default"``) runs every job in a fresh process whose torch
+    uses those SIMD kernels, so that the results reproduce on any CPU that has them.
+    ``ray`` (a :class:`~hcct_lite.runs.ray_cluster.RayOptions`) runs each job as a Ray task
+    instead, on this machine or a cluster, each result written here as it arrives;
+    ``workers`` is then the cluster's business.
     """
     log = log or (lambda _msg: None)
     if workers < 1:
         raise ValueError(f"workers must be >= 1; got {workers}")
-    todo = pending_jobs(jobs, out_dir, device, reuse_older, log)
+    todo = pending_jobs(jobs, out_dir, device, reuse_older, log, dry_run)
+    if dry_run:
+        log(f"{len(todo)} of {len(jobs)} runs to run, {len(jobs) - len(todo)} reused (dry run: "
+            "nothing run or written)")  # fmt: skip
+        return len(todo)
     args = [(j, out_dir, device) for j in todo]
     pool = None
     if todo and ray is not None:
@@ -242,28 +252,31 @@ def _run_job_args(args) -> tuple:
     return run_job(*args)
 
 
-def pending_jobs(jobs, out_dir: str, device=None, reuse_older: bool = False, log=print) -> list:
-    """The jobs whose file under ``out_dir`` cannot be reused, each reason logged.
+def pending_jobs(
+    jobs, out_dir: str, device=None, reuse_older: bool = False, log=print, dry_run: bool = False
+) -> list:
+    """The jobs whose file under ``out_dir`` cannot be reused; each job logged with why.
 
-    Every config is built (so checked) first; ``reuse_older`` reuses results of other code;
-    temporary files left by killed writes are removed.
+    One line per job, ``reuse <name>.json: <reason>`` or ``run <name>.json: <reason>``
+    (:func:`~hcct_lite.runs.store.reuse_decision`). Every config is built (so checked)
+    first; ``reuse_older`` reuses results of another compute version; temporary files
+    left by killed writes are removed, unless ``dry_run`` (nothing is written or removed).
     """
     todo, folders = [], set()
     for j in jobs:
         kw = dict(j.overrides) if device is None else dict(j.overrides, device=device)
         path = job_path(out_dir, j)
-        why = reuse_problem(path, make_config(j.task, j.scheme, j.seed, **kw))
+        ok, why = reuse_decision(path, make_config(j.task, j.scheme, j.seed, **kw))
         name = os.path.join(j.grid, j.name).lstrip("/")
         folders.add(os.path.dirname(path))
-        if why is None:
-            log(f"skip {name}.json (done, same settings)")
+        if ok:
+            log(f"reuse {name}.json: {why}")
         elif reuse_older and why.startswith(OTHER_CODE):
             log(f"reuse {name}.json (--reuse-older): {why}")
         else:
-            if why != "missing":
-                log(f"rerun {name}.json: {why}")
+            log(f"run {name}.json: {why}")
             todo.append(j)
-    for folder in sorted(folders):
+    for folder in sorted(folders) if not dry_run else ():
         for tmp in clean_temp_files(folder):
             log(f"removed {os.path.join(folder, tmp)} (left by a killed write)")
     return todo

@@ -1,7 +1,9 @@
 """The result store trusts nothing.
 
 A file is reused only if it is a complete, well-formed result of the same settings and of
-the same code; output paths are checked before any training.
+the same compute version (:func:`~hcct_lite.training.provenance.compute_version`: the
+version of each part of the code its numbers come from, not the code's text); output paths
+are checked before any training.
 """
 
 from __future__ import annotations
@@ -12,27 +14,29 @@ import stat
 import tempfile
 import time
 
-from ..training.provenance import compute_fingerprint
+from ..training.provenance import compute_version
 from .schema import result_problem
 
 __all__ = [
     "load_result",
     "result_problem",
     "reuse_problem",
+    "reuse_decision",
     "check_output_path",
     "clean_temp_files",
     "TEMP_PREFIX",
     "OTHER_CODE",
+    "NOT_COMPARED",
 ]
 
 # write_json's temporary files; one older than a minute belongs to a killed write
 TEMP_PREFIX = ".tmp-"
 _STALE_TEMP_SECONDS = 60.0
-# how reuse_problem starts the reason of a result written by other code
-OTHER_CODE = "written by other code"
+# how reuse_decision starts the reason of a result of another compute version
+OTHER_CODE = "of another compute version"
 # settings that do not change what a run computes (where it ran, where data came from, and
 # whether a GPU replayed its steps as CUDA graphs: the same kernels)
-_NOT_COMPARED = ("device", "data_root", "download", "cuda_graphs")
+NOT_COMPARED = ("device", "data_root", "download", "cuda_graphs")
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
     (stat.S_ISFIFO, "a FIFO"),
@@ -71,25 +75,41 @@ def _kind(path: str) -> str | None:
     return next((word for test, word in _KINDS if test(mode)), None)
 
 
-def _default(key: str):
-    """RunConfig's default for setting ``key`` (what a run without the setting does)."""
-    from dataclasses import MISSING, fields
-
-    from ..training.config import RunConfig
-
-    f = next(f for f in fields(RunConfig) if f.name == key)
-    return f.default_factory() if f.default is MISSING else f.default
+def _parts(version) -> str:
+    return ", ".join(f"{k} {v}" for k, v in version.items())
 
 
-def reuse_problem(path: str, cfg, allow_older: bool = False) -> str | None:
-    """Why the file at ``path`` cannot stand for a run of ``cfg``; None if it can be reused.
+def _version_problem(stored: dict, want: dict) -> str | None:
+    """Why ``stored``'s compute version is not ``want`` (a compute version); None if it is.
 
-    ``"missing"``; an unreadable or incomplete file (:func:`result_problem`, named); the
-    first setting whose stored value differs from ``cfg``'s (device and data location are
-    not compared; a setting older code did not record counts as its default); or a result
-    written by other
-    code (its ``code_fingerprint`` differs from
-    :func:`~hcct_lite.training.provenance.compute_fingerprint`), unless ``allow_older``.
+    Every part ``want`` names must have the same version (an int, not a bool) in the
+    stored result's provenance.
+    """
+    prov = stored.get("provenance") if isinstance(stored.get("provenance"), dict) else {}
+    have = prov.get("compute_version")
+    commit = (prov.get("code_commit") or "unknown")[:8]
+    if not isinstance(have, dict):
+        return (
+            f"{OTHER_CODE} (commit {commit}): its provenance records none; hcct-lite "
+            "migrate-results records it for code known to compute as a version does"
+        )
+    for part, version in want.items():
+        got = have.get(part)
+        if type(got) is not int or got != version:
+            return f"{OTHER_CODE} (commit {commit}): its {part} is version {got!r}, now {version}"
+    return None
+
+
+def reuse_decision(path: str, cfg) -> tuple:
+    """``(reusable, reason)``: whether the file at ``path`` can stand for a run of ``cfg``.
+
+    Not reusable: ``"missing"``; an unreadable or incomplete file
+    (:func:`result_problem`, named); a setting that changes the computation (all but
+    :data:`NOT_COMPARED`) whose stored value differs from ``cfg``'s, or that the file does
+    not state (never filled in from today's defaults); or a compute version
+    (:func:`~hcct_lite.training.provenance.compute_version`) other than ``cfg``'s, the
+    reason then starting with :data:`OTHER_CODE`. The reason of a reusable file names
+    the compute version it shares.
 
     Raises
     ------
@@ -98,31 +118,38 @@ def reuse_problem(path: str, cfg, allow_older: bool = False) -> str | None:
         device): it is never read or replaced.
     """
     if not os.path.lexists(path):
-        return "missing"
+        return False, "missing"
     if kind := _kind(path):
         raise ValueError(f"{path}: is {kind}, not a result file; move it away and rerun")
     try:
         with open(path) as f:
             stored = json.load(f)
     except (OSError, ValueError, RecursionError) as err:
-        return f"unreadable ({_unreadable(err)})"
+        return False, f"unreadable ({_unreadable(err)})"
     if problem := result_problem(stored):
-        return f"not a complete result ({problem})"
+        return False, f"not a complete result ({problem})"
     want, have = cfg.to_dict(), stored["config"]
-    for key in sorted((set(want) | set(have)) - set(_NOT_COMPARED)):
-        if key not in have:  # older code without this setting ran as its default does
-            if want[key] != (default := _default(key)):
-                return (f"its config has no {key} (older code); the grid asks for "
-                        f"{want[key]!r}, not the default {default!r}")  # fmt: skip
-        elif have[key] != want.get(key):
-            return f"its {key} is {have[key]!r}, the grid asks for {want.get(key)!r}"
-    if not allow_older:
-        prov = stored.get("provenance") if isinstance(stored.get("provenance"), dict) else {}
-        fp, now = prov.get("code_fingerprint"), compute_fingerprint()
-        if fp != now:
-            commit = (prov.get("code_commit") or "unknown")[:8]
-            return f"{OTHER_CODE} (commit {commit}, fingerprint {fp or 'not recorded'}; now {now})"
-    return None
+    for key in sorted((set(want) | set(have)) - set(NOT_COMPARED)):
+        if key not in have:
+            return False, (f"its config does not state {key} (written before the setting "
+                           "existed): hcct-lite migrate-results records what older code ran "
+                           "with")  # fmt: skip
+        if have[key] != want.get(key):
+            return False, f"its {key} is {have[key]!r}, the run asks for {want.get(key)!r}"
+    version = compute_version(cfg)
+    if problem := _version_problem(stored, version):
+        return False, problem
+    return True, f"same settings and compute version ({_parts(version)})"
+
+
+def reuse_problem(path: str, cfg, allow_older: bool = False) -> str | None:
+    """Why the file at ``path`` cannot stand for a run of ``cfg``; None if it can be reused.
+
+    :func:`reuse_decision`'s reason; ``allow_older`` also reuses a result of another
+    compute version (its reason starts with :data:`OTHER_CODE`).
+    """
+    ok, why = reuse_decision(path, cfg)
+    return None if ok or (allow_older and why.startswith(OTHER_CODE)) else why
 
 
 def check_output_path(path, folder: bool = False, what: str = "--json") -> None:

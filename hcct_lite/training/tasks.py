@@ -21,7 +21,7 @@ from .splits import (
     shards_halfnormal,
 )
 
-__all__ = ["PAPER_DOMAINS", "TASKS", "build_clients", "available_source"]
+__all__ = ["PAPER_DOMAINS", "TASKS", "TASK_VERSIONS", "build_clients", "available_source"]
 
 PAPER_DOMAINS = ["mnist", "svhn", "usps", "synthdigits", "mnistm"]
 
@@ -84,6 +84,11 @@ TASKS = {
         alpha={"hcct": 50.0, "hcct-e": 50.0, "hcct-p": 50.0},
     ),
 }
+
+
+# Each task's compute version: bumped on purpose when a change alters the federation it
+# builds (the canary test says when); stored results of the older version are then rerun.
+TASK_VERSIONS = {"digit": 1, "fmnist": 1, "cifar10": 1, "motivating": 1, "rotated-digits": 1}
 
 
 def _rotate(i, x, n_clients):
