@@ -106,6 +106,8 @@ def test_a_bumped_version_a_moved_default_or_a_missing_canary_asks_to_write_agai
     fresh["task-fmnist"]["settings"]["lr"] = 0.2
     del fresh["scheme-ifca"]
     fresh["new-one"] = dict(fresh["scheme-flsc"])
+    fresh["defence-median"]["pins"] = {"kernels": "avx2", "blas_core": "Haswell", "threads": 1}
+    fresh["defence-median"]["digest"] = "3" * 64
     problems, changed = canary_problems(stored, fresh)
     assert changed == []
     assert any("scheme-hcct was stored for compute version" in p and "now {" in p
@@ -113,6 +115,7 @@ def test_a_bumped_version_a_moved_default_or_a_missing_canary_asks_to_write_agai
     assert any("task-fmnist now runs other settings (lr)" in p for p in problems)
     assert any("scheme-ifca is stored but no longer defined" in p for p in problems)
     assert any("new-one is not stored" in p for p in problems)
+    assert any("defence-median was stored under other pins" in p for p in problems)
 
 
 def test_a_canary_this_machine_cannot_run_is_left_out_not_passed():
@@ -158,10 +161,33 @@ def test_the_stored_file_holds_every_canary_once_per_line():
     text = canary.CANARY_FILE.read_text()
     doc = json.loads(text)
     assert list(doc["canaries"]) == list(CANARIES)
-    assert doc["kernels"] == "default" and doc["threads"] == 1
+    assert all(e["pins"] == {"kernels": "default", "blas_core": "Nehalem", "threads": 1}
+               for e in doc["canaries"].values())  # fmt: skip
     assert sum(line.startswith('  "') for line in text.splitlines()) == len(CANARIES)
 
 
 def test_an_unknown_canary_is_named():
     with pytest.raises(ValueError, match="unknown canary 'nope'"):
         run_canaries(["nope"])
+
+
+def test_the_pins_override_whatever_the_caller_has():
+    hostile = {"ATEN_CPU_CAPABILITY": "avx512", "MKL_CBWR": "AVX512", "KEEP": "1",
+               "OPENBLAS_CORETYPE": "Prescott", "NPY_DISABLE_CPU_FEATURES": "",
+               "OMP_NUM_THREADS": "8"}  # fmt: skip
+    env = canary.pinned_env(hostile)
+    assert env["ATEN_CPU_CAPABILITY"] == "default" and env["MKL_CBWR"] == "COMPATIBLE"
+    assert env["ONEDNN_MAX_CPU_ISA"] == "SSE41" and env["OPENBLAS_CORETYPE"] == "Nehalem"
+    assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == "1" and env["KEEP"] == "1"
+    assert env["NPY_DISABLE_CPU_FEATURES"]  # every optimisation numpy dispatches per CPU
+
+
+@x86
+def test_a_process_whose_blas_is_not_pinned_refuses_to_run_canaries():
+    import subprocess
+    import sys
+
+    env = dict(canary.pinned_env(), OPENBLAS_CORETYPE="Sandybridge")
+    code = "import numpy; from hcct_lite.runs.canary import _check_pinned; _check_pinned()"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode != 0 and "uses Sandybridge kernels, not Nehalem" in done.stderr

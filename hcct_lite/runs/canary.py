@@ -3,8 +3,9 @@
 A small fixed set of short runs (every scheme, every task and network at a tiny size, the
 options and the defences that change a run's numbers) runs in a fresh process on the CPU's
 ``default`` kernels (:data:`~hcct_lite.training.provenance.CPU_KERNELS`: the same code path
-in torch, MKL and oneDNN on every x86-64 CPU) with one thread. ``canaries.json``, beside
-this module, holds each canary's compute version
+in torch, MKL and oneDNN on every x86-64 CPU), OpenBLAS's Nehalem kernels, numpy's
+baseline loops and one thread (:func:`pinned_env`). ``canaries.json``, beside this module,
+holds each canary's compute version
 (:func:`~hcct_lite.training.provenance.compute_version`) and a SHA-256 digest of its
 numbers: every epoch's groups, client errors, training losses and pairwise update cosines
 (float64, so a change in the last bit of any update shows), the refused replies and the
@@ -45,6 +46,13 @@ __all__ = [
 CANARY_FILE = Path(__file__).with_name("canaries.json")
 # The kernels and threads every canary runs under: bit-identical on any x86-64 CPU.
 CANARY_KERNELS, CANARY_THREADS = "default", 1
+# numpy's float64 products (the partition's Gram matrix, the update cosines) go through
+# OpenBLAS, which picks its kernels per CPU as torch does: against this machine's Haswell
+# kernels, Prescott's changed the cosines' last bits in all 22 canaries tried, Nehalem's in
+# 2. The canaries pin Nehalem's, which run on every CPU numpy supports (its x86-64-v2
+# baseline), and numpy's own loops at that baseline.
+BLAS_CORE = "Nehalem"
+PINS = {"kernels": CANARY_KERNELS, "blas_core": BLAS_CORE, "threads": CANARY_THREADS}
 
 # Tiny federations: three epochs of a few clients with a few dozen samples each (two
 # epochs of one client per domain for Digit, whose network is the largest).
@@ -129,6 +137,7 @@ def _run_here(names) -> dict:
             continue
         settings = {k: v for k, v in cfg.to_dict().items() if k not in NOT_COMPARED}
         out[name] = {
+            "pins": PINS,
             "settings": settings,
             "compute_version": compute_version(cfg),
             "digest": digest(canary_numbers(result)),
@@ -142,22 +151,19 @@ def run_canaries(names=None) -> dict:
     """Run the canaries ``names`` (default all) in a fresh, pinned process; name -> entry.
 
     The process pins :data:`CANARY_KERNELS` and one thread, and refuses to run if this
-    CPU cannot use them (torch would silently take others). An entry holds ``settings``
-    (every setting of its config), ``compute_version``, ``digest``, ``final_mean`` and
-    ``final_groups``; a canary whose data this machine lacks gets ``unavailable``
-    (the reason) instead.
+    CPU cannot use them (torch would silently take others). An entry holds ``pins``
+    (:data:`PINS`), ``settings`` (every setting of its config), ``compute_version``,
+    ``digest``, ``final_mean`` and ``final_groups``; a canary whose data this machine
+    lacks gets ``unavailable`` (the reason) instead.
     """
     names = list(CANARIES) if names is None else list(names)
     for name in names:
         canary_config(name)  # an unknown name fails here, not in the child
-    env = kernel_env(CANARY_KERNELS)
-    threads = str(CANARY_THREADS)
-    env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
     with tempfile.TemporaryDirectory(prefix="hcct-canary-") as tmp:
         out = os.path.join(tmp, "canaries.json")
         proc = subprocess.run(
             [sys.executable, "-m", "hcct_lite.runs.canary", out, *names],
-            env=env,
+            env=pinned_env(),
             capture_output=True,
             text=True,
         )
@@ -166,6 +172,42 @@ def run_canaries(names=None) -> dict:
             raise RuntimeError(f"the canary runs failed: {lines[-1] if lines else proc.returncode}")
         with open(out) as f:
             return json.load(f)
+
+
+def pinned_env(base=None) -> dict:
+    """``base`` (default ``os.environ``) pinned as the canaries run: kernels and threads.
+
+    torch, MKL and oneDNN at :data:`CANARY_KERNELS`, OpenBLAS at :data:`BLAS_CORE`,
+    numpy's loops at its baseline (every optimisation it dispatches per CPU disabled), and
+    :data:`CANARY_THREADS` threads.
+    """
+    try:  # numpy >= 2
+        from numpy._core._multiarray_umath import __cpu_dispatch__ as dispatch
+    except ImportError:  # pragma: no cover - numpy 1.x
+        from numpy.core._multiarray_umath import __cpu_dispatch__ as dispatch
+    env = kernel_env(CANARY_KERNELS, base)
+    threads = str(CANARY_THREADS)
+    env.update(OPENBLAS_CORETYPE=BLAS_CORE, NPY_DISABLE_CPU_FEATURES=" ".join(dispatch),
+               OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads,
+               OPENBLAS_NUM_THREADS=threads)  # fmt: skip
+    return env
+
+
+def _check_pinned() -> None:
+    """Stop unless this process computes with the pinned kernels (else say which it has)."""
+    from threadpoolctl import threadpool_info
+
+    from ..training.provenance import cpu_capability
+
+    if cpu_capability() != CANARY_KERNELS:
+        pinned = {v: os.environ.get(v) for v in KERNEL_VARIABLES}
+        raise SystemExit(f"this CPU cannot use {CANARY_KERNELS} kernels (torch uses "
+                         f"{cpu_capability()}; {pinned})")  # fmt: skip
+    for lib in threadpool_info():
+        core = lib.get("architecture")
+        if lib.get("internal_api") == "openblas" and str(core).lower() != BLAS_CORE.lower():
+            raise SystemExit(f"OpenBLAS ({lib.get('prefix')}) uses {core} kernels, not "
+                             f"{BLAS_CORE}: is OPENBLAS_CORETYPE ignored?")  # fmt: skip
 
 
 def load_canaries(path=CANARY_FILE) -> dict:
@@ -210,8 +252,6 @@ def write_canaries(fresh: dict, path=CANARY_FILE, stored=None) -> None:
     doc = {
         "about": "hcct-lite's canary runs: their compute version and the SHA-256 of their "
         "numbers (hcct_lite/runs/canary.py); written by hcct-lite canaries --write",
-        "kernels": CANARY_KERNELS,
-        "threads": CANARY_THREADS,
         "canaries": {n: fresh[n] for n in CANARIES},
     }
     lines = [f" {json.dumps(k)}: {json.dumps(v)}" for k, v in doc.items() if k != "canaries"]
@@ -224,11 +264,12 @@ def canary_problems(stored: dict, fresh: dict) -> tuple:
     """Compare ``fresh`` canaries with ``stored`` ones: ``(problems, changed)``.
 
     ``problems`` lists, one sentence each, a canary stored and not defined (or the
-    reverse), a canary whose settings differ from the stored ones (a task's default
-    moved), and one whose compute version differs from the stored one (a version was
-    bumped): write the canaries again. ``changed`` lists the canaries whose numbers
-    differ from the stored ones while their compute version is the same: a change of the
-    computation that no version says. Canaries ``fresh`` could not run are left out.
+    reverse), a canary stored under other kernel pins (:data:`PINS`), one whose settings
+    differ from the stored ones (a task's default moved), and one whose compute version
+    differs from the stored one (a version was bumped): write the canaries again.
+    ``changed`` lists the canaries whose numbers differ from the stored ones while their
+    compute version is the same: a change of the computation that no version says.
+    Canaries ``fresh`` could not run are left out.
     """
     problems, changed = [], []
     for name in sorted(set(stored) | set(fresh)):
@@ -239,6 +280,9 @@ def canary_problems(stored: dict, fresh: dict) -> tuple:
             problems.append(f"canary {name} is not stored: write the canaries")
         elif new is None:
             problems.append(f"canary {name} is stored but no longer defined: write the canaries")
+        elif old.get("pins") != new["pins"]:
+            problems.append(f"canary {name} was stored under other pins ({old.get('pins')}, "
+                            f"now {new['pins']}): write the canaries again")  # fmt: skip
         elif old["settings"] != new["settings"]:
             diff = sorted(
                 k
@@ -290,14 +334,10 @@ def change_report(stored: dict, fresh: dict, changed: list, stale=None) -> str:
 
 def _child(out_path: str, names: list) -> None:
     """The fresh process: check its kernels, run the canaries, write their entries."""
+    import numpy  # noqa: F401 - loads OpenBLAS, so that its kernels can be checked
     import torch
 
-    from ..training.provenance import cpu_capability
-
-    pinned = {v: os.environ.get(v) for v in KERNEL_VARIABLES}
-    if cpu_capability() != CANARY_KERNELS:
-        raise SystemExit(f"this CPU cannot use {CANARY_KERNELS} kernels (torch uses "
-                         f"{cpu_capability()}; {pinned})")  # fmt: skip
+    _check_pinned()
     torch.set_num_threads(CANARY_THREADS)
     with open(out_path, "w") as f:
         json.dump(_run_here(names or list(CANARIES)), f)
