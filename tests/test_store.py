@@ -247,3 +247,55 @@ def test_the_fingerprint_ignores_comments_and_docstrings():
     assert code_text(src) == code_text(reworded) == 'def f(a):\n    s = "# kept"\n    return a * 2'
     assert code_text(src) != code_text(src.replace("a * 2", "a * 3"))
     assert store.OTHER_CODE == "of another compute version"
+
+
+@pytest.fixture(scope="module")
+def ruled(tmp_path_factory):
+    """A finished one-file grid run under the norm rule (20), which refused no reply."""
+    out = tmp_path_factory.mktemp("ruled")
+    (r,) = run_grid("rotated-digits", ["global"], [0], str(out), log=None, norm_limit=20.0, **KW)
+    assert r["rejected"] == []
+    return out, next(out.rglob("*.json")), r
+
+
+def test_a_run_whose_norm_rule_refused_nothing_is_the_run_without_the_rule(ruled, tmp_path):
+    out, path, first = ruled
+    logged = []
+    (reused,) = run_grid("rotated-digits", ["global"], [0], str(out), log=logged.append, **KW)
+    assert reused["config"]["norm_limit"] == 20.0  # the file, as it is
+    assert any(m.startswith("reuse") and "its norm rule (20) refused no reply" in m
+               for m in logged)  # fmt: skip
+    # the claim the rule rests on: the same run without the rule computes the same numbers
+    (without,) = run_grid("rotated-digits", ["global"], [0], str(tmp_path), log=None, **KW)
+    assert without["config"]["norm_limit"] == 0.0
+    for key in ("history", "final", "rejected", "sizes", "aggregation"):
+        assert without[key] == first[key], key
+
+
+@pytest.mark.parametrize(
+    "change, ask, words",
+    [
+        (lambda b: b.update(rejected=[{"client": 1, "epoch": 0, "reason": "x"}]), {},
+         "its norm_limit is 20.0, the run asks for 0.0"),
+        (lambda b: b.pop("rejected"), {}, "its norm_limit is 20.0"),
+        (lambda b: b.update(rejected="[]"), {}, "its norm_limit is 20.0"),
+        (lambda b: b.update(rejected={}), {}, "its norm_limit is 20.0"),
+        (lambda b: None, {"norm_limit": 10.0}, "its norm_limit is 20.0, the run asks for 10.0"),
+        (lambda b: b["config"].update(norm_limit=0.0), {"norm_limit": 20.0},
+         "its norm_limit is 0.0, the run asks for 20.0"),
+    ],
+)  # fmt: skip
+def test_a_refusal_or_another_rule_is_never_read_as_the_run_without_it(ruled, change, ask, words):
+    from hcct_lite.runs.store import reuse_decision
+    from hcct_lite.training.config import make_config
+
+    out, path, first = ruled
+    bad = copy.deepcopy(first)
+    change(bad)
+    path.write_text(json.dumps(bad))
+    try:
+        ok, why = reuse_decision(str(path), make_config("rotated-digits", "global", 0, epochs=2,
+                                                        **ask))  # fmt: skip
+    finally:
+        path.write_text(json.dumps(first))
+    assert not ok and words in why, why

@@ -59,7 +59,8 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--norm-limit",
         type=float,
         help="reject a reply whose update is longer than this many times the round's median, "
-        "both as it stands and per local SGD step (default 20; 0 turns the rule off)",
+        "both as it stands and per local SGD step (default 0: off, the paper's algorithm; a "
+        "deployment's app sets 20)",
     )
     p.add_argument(
         "--aggregator",
@@ -195,8 +196,8 @@ def _add_paper_commands(sub) -> None:
     rep.add_argument(
         "--norm-limit",
         type=float,
-        help="every run's norm rule (default each grid's own, 20; 0 turns it off, as the "
-        "shipped Digit results that predate the rule ran)",
+        help="every run's norm rule (default each grid's own: off, the paper's algorithm; e.g. "
+        "20 reruns the grids under the rule)",
     )
     rep.add_argument(
         "--cuda-graphs",
@@ -217,6 +218,13 @@ def _add_paper_commands(sub) -> None:
         help="rerun with these CPU kernels (default: each result's recorded ones)",
     )
     ver.add_argument("--json", help="write the comparisons here")
+    mig = sub.add_parser(
+        "migrate-results",
+        help="write into older result files the settings their code ran with and their compute "
+        "version (nothing else changes; each file named)",
+    )
+    mig.add_argument("--out", default="results", help="results folder (default results/)")
+    mig.add_argument("--dry-run", action="store_true", help="say what would change; write nothing")
     can = sub.add_parser(
         "canaries",
         help="rerun the canary runs and compare them bit for bit with the stored ones; exit 0 "

@@ -100,16 +100,31 @@ def _version_problem(stored: dict, want: dict) -> str | None:
     return None
 
 
+def _same_as_without_rule(stored: dict, want: dict) -> bool:
+    """Whether ``stored`` ran under the norm rule, refused no reply, and ``want`` has none.
+
+    The rule only removes replies: a run in which it refused none computed exactly what
+    the run without it computes (tests/test_store.py reruns one both ways). Any refused
+    reply, or a record of refusals that is not a list, and the run is another.
+    """
+    limit = stored["config"].get("norm_limit")
+    rejected = stored.get("rejected")
+    return (want.get("norm_limit") == 0 and isinstance(limit, (int, float)) and limit > 0
+            and isinstance(rejected, list) and not rejected)  # fmt: skip
+
+
 def reuse_decision(path: str, cfg) -> tuple:
     """``(reusable, reason)``: whether the file at ``path`` can stand for a run of ``cfg``.
 
     Not reusable: ``"missing"``; an unreadable or incomplete file
     (:func:`result_problem`, named); a setting that changes the computation (all but
     :data:`NOT_COMPARED`) whose stored value differs from ``cfg``'s, or that the file does
-    not state (never filled in from today's defaults); or a compute version
+    not state (never filled in from today's defaults: older code did not run as today's
+    defaults say); or a compute version
     (:func:`~hcct_lite.training.provenance.compute_version`) other than ``cfg``'s, the
     reason then starting with :data:`OTHER_CODE`. The reason of a reusable file names
-    the compute version it shares.
+    the compute version it shares. A run under the norm rule that refused no reply stands
+    for the same run without the rule (the rule only removes replies), never the reverse.
 
     Raises
     ------
@@ -128,7 +143,11 @@ def reuse_decision(path: str, cfg) -> tuple:
         return False, f"unreadable ({_unreadable(err)})"
     if problem := result_problem(stored):
         return False, f"not a complete result ({problem})"
-    want, have = cfg.to_dict(), stored["config"]
+    want, have = cfg.to_dict(), dict(stored["config"])
+    note = ""
+    if _same_as_without_rule(stored, want):
+        note = f"; its norm rule ({have['norm_limit']:g}) refused no reply: the run without it"
+        have["norm_limit"] = want["norm_limit"]
     for key in sorted((set(want) | set(have)) - set(NOT_COMPARED)):
         if key not in have:
             return False, (f"its config does not state {key} (written before the setting "
@@ -139,7 +158,7 @@ def reuse_decision(path: str, cfg) -> tuple:
     version = compute_version(cfg)
     if problem := _version_problem(stored, version):
         return False, problem
-    return True, f"same settings and compute version ({_parts(version)})"
+    return True, f"same settings and compute version ({_parts(version)}){note}"
 
 
 def reuse_problem(path: str, cfg, allow_older: bool = False) -> str | None:

@@ -58,10 +58,10 @@ class RunConfig:
     partition: list | None = None  # the "fixed" scheme's groups, e.g. [[0, 1], [2]]
     record_cosines: bool = False  # store each epoch's pairwise update cosines in the history
     # robust norm rule: a reply whose update is longer than norm_limit x the round's median,
-    # as it stands and per local step, and that is to be averaged with others, is rejected
-    # (0: off);
-    # honest FMNIST replies reach 12 x (HCCT-P, late epochs), hence 20
-    norm_limit: float = 20.0
+    # as it stands and per local step, and that is to be averaged with others, is rejected.
+    # 0 (off) runs the paper's algorithm; a deployment turns it on (its app's norm-limit, 20:
+    # honest FMNIST replies reach 12 x, HCCT-P in late epochs)
+    norm_limit: float = 0.0
     # how a group's models become one: "mean" (FedAvg, the paper's) or a robust rule of
     # hcct_lite.schemes.robust; deltas clipped to clip_factor x the median per-step norm
     aggregator: str = "mean"
