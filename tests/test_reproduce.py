@@ -166,3 +166,20 @@ def test_a_refactor_and_a_new_unused_module_leave_the_shipped_results_reusable(t
     lines = done.stdout.splitlines()
     assert lines[0] != compute_fingerprint()  # other code text
     assert lines[-1].startswith("0 of 42 runs to run, 42 reused"), done.stdout + done.stderr
+
+
+def test_the_report_says_which_defences_each_grid_ran_and_what_they_refused():
+    from hcct_lite.reproduction.report_tables import defences_ran, grid_status
+
+    rows = {r[0]: r for r in grid_status(RESULTS)}
+    assert rows["k-vs-n-digit"][4:] == ["norm rule 20 (57); none (15)", "0"]
+    assert rows["schemes-digit"][4:] == ["none", "0"]
+    assert rows["schemes-fmnist"][4:] == ["norm rule 20", "0"]
+
+    def run(limit, aggregator="mean"):
+        return {"config": {"norm_limit": limit, "aggregator": aggregator}}
+
+    assert defences_ran([run(0.0)] * 3) == "none"
+    assert defences_ran([run(0.0, "median"), run(10.0, "median")]) == \
+        "median (1); norm rule 10, median (1)"  # fmt: skip
+    assert defences_ran([run(20.0), run(20.0), run(0)]) == "norm rule 20 (2); none (1)"

@@ -38,7 +38,8 @@ per-epoch history and its provenance (code commit, package versions, device, wal
 is selected on test data, so this is the honest number. *Best epoch* is each client's lowest
 test error over all epochs, chosen on its test split: this is what the authors' code reports,
 so **the best-epoch column is the one to compare with the paper**. Cells read mean ± std
-over seeds, with the number of seeds in brackets; *pending* marks runs not yet shipped.
+over seeds (the population standard deviation: numpy's `std`, ddof 0), with the number of
+seeds in brackets; *pending* marks runs not yet shipped.
 
 **What differs from the paper, everywhere.** The data are the offline copies this project
 can read without a network: Digit uses three of the paper's five domains (MNIST, USPS,
@@ -76,12 +77,29 @@ def _status_section(out_dir) -> str:
         [
             "## What is shipped",
             "",
-            to_markdown(["grid", "runs done / planned", "device", "run seconds (sum)"], rows),
+            to_markdown(
+                [
+                    "grid",
+                    "runs done / planned",
+                    "device",
+                    "run seconds (sum)",
+                    "defences",
+                    "replies refused",
+                ],
+                rows,
+            ),  # fmt: skip
             "",
             "A grid resumes where it stopped: `hcct-lite reproduce --grids NAME --device cuda` "
             "runs only its missing files. Run seconds on a GPU were measured with 5 to 15 runs "
             "sharing one GPU and 16 CPU cores, so one run alone is faster; `results/README.md` "
-            "gives the throughput measured and budgets the grids still to run.",
+            "gives the throughput measured.",
+            "",
+            "*Defences*: the paper's algorithm has none (plain weighted averaging of every "
+            "reply), and the grids run without them. Runs made while the norm rule was on by "
+            "default ran under it (`norm_limit` 20: a reply refused when its update is more "
+            "than 20 times the round's median); where it refused no reply a run computed "
+            "exactly what the run without it computes (the rule only removes replies), so the "
+            "grids reuse it. *Replies refused* counts every refusal in the grid's files.",
         ]
     )
 

@@ -33,8 +33,32 @@ __all__ = [
 ]
 
 
+def defences_ran(runs) -> str:
+    """Which defences ``runs`` ran under, as words.
+
+    ``none`` (the paper's algorithm), the norm rule's limit, a robust aggregator; with each
+    one's run count where the runs differ.
+    """
+
+    def name(cfg) -> str:
+        parts = [f"norm rule {cfg['norm_limit']:g}"] if cfg["norm_limit"] else []
+        parts += [] if cfg["aggregator"] == "mean" else [cfg["aggregator"]]
+        return ", ".join(parts) or "none"
+
+    counts = {}
+    for r in runs:
+        counts[name(r["config"])] = counts.get(name(r["config"]), 0) + 1
+    if len(counts) == 1:
+        return next(iter(counts))
+    return "; ".join(f"{k} ({n})" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def grid_status(out_dir: str) -> list:
-    """One row per grid: name, runs done, runs planned, devices, summed run seconds."""
+    """One row per grid: name, runs done / planned, devices, summed run seconds, defences.
+
+    The defences its runs ran under (:func:`defences_ran`), and how many replies they
+    refused.
+    """
     rows = []
     for name in GRIDS:
         jobs = grid_jobs([name])
@@ -43,7 +67,9 @@ def grid_status(out_dir: str) -> list:
         devices = sorted({r.get("provenance", {}).get("device", "?") for r in runs})
         # files written before the "timing" block kept their wall time in "seconds"
         secs = sum(r.get("timing", {}).get("seconds", r.get("seconds", 0.0)) for r in runs)
-        rows.append([name, f"{len(done)} / {len(jobs)}", ", ".join(devices) or "-", f"{secs:.0f}"])
+        refused = sum(len(r.get("rejected") or []) for r in runs)
+        rows.append([name, f"{len(done)} / {len(jobs)}", ", ".join(devices) or "-", f"{secs:.0f}",
+                     defences_ran(runs) if runs else "-", str(refused)])  # fmt: skip
     return rows
 
 
