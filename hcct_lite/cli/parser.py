@@ -58,9 +58,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--norm-limit",
         type=float,
-        help="reject a reply whose update is longer than this many times the round's median, "
-        "both as it stands and per local SGD step (default 0: off, the paper's algorithm; a "
-        "deployment's app sets 20)",
+        help="reject a reply whose update is this many times the round's median, as it stands "
+        "and per local step (default 0: off, the paper's; a deployment's app sets 20)",
     )
     p.add_argument(
         "--aggregator",
