@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..schemes.registry import PAPER_SCHEMES, scheme_names
 from .tasks import TASKS
 
 __all__ = [
     "SCHEMES",
-    "EXTRA_SCHEMES",
     "RunConfig",
     "make_config",
     "validate_config",
@@ -24,9 +24,9 @@ __all__ = [
     "parse_partition",
 ]
 
-SCHEMES = ("independent", "global", "hcct", "hcct-e", "hcct-p", "maxfl", "fedfa", "ifca", "flsc")
-# Not a scheme of the paper: a partition given by hand (`partition=`), e.g. Table II's patterns.
-EXTRA_SCHEMES = ("fixed",)
+# The paper's schemes (its grids, report and lessons); any registered scheme runs
+# (hcct_lite.schemes.registry: "fixed", a partition given by hand, and extensions).
+SCHEMES = PAPER_SCHEMES
 
 
 @dataclass
@@ -90,8 +90,8 @@ def make_config(task: str, scheme: str, seed: int = 0, **overrides) -> RunConfig
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
-    if scheme not in SCHEMES + EXTRA_SCHEMES:
-        raise ValueError(f"unknown scheme {scheme!r}; choose from {list(SCHEMES + EXTRA_SCHEMES)}")
+    if scheme not in scheme_names():
+        raise ValueError(f"unknown scheme {scheme!r}; choose from {list(scheme_names())}")
     spec = dict(TASKS[task])
     alphas = spec.pop("alpha")
     spec["alpha"] = alphas.get(scheme, alphas["hcct"])

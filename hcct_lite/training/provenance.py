@@ -108,7 +108,7 @@ def compute_version(cfg) -> dict:
     version = {
         "engine": ENGINE_VERSION,
         f"task {cfg.task}": TASK_VERSIONS[cfg.task],
-        f"scheme {cfg.scheme}": SCHEME_CLASSES[cfg.scheme].compute_version,
+        f"scheme {cfg.scheme}": SCHEME_CLASSES[cfg.scheme].compute_version,  # registered
     }
     if uses_defences(cfg):
         version["defences"] = DEFENCES_VERSION
