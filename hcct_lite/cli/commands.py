@@ -111,6 +111,7 @@ def _reproduce(args) -> int:
         args.out,
         args.workers,
         args.device,
+        progress=not args.quiet,
         reuse_older=args.reuse_older,
         cpu_capability=_capability(args),
         ray=_ray(args),
@@ -194,9 +195,8 @@ def _settings(args) -> dict:
 def _run(args) -> int:
     from ..runs.runner import run_one
 
-    r = run_one(
-        args.task, args.scheme, args.seed, args.json, progress=not args.quiet, **_settings(args)
-    )
+    r = run_one(args.task, args.scheme, args.seed, args.json, progress=not args.quiet,
+                cpu_capability=_capability(args), **_settings(args))  # fmt: skip
     return report_run(f"{args.task} / {args.scheme} / seed {args.seed}", r, args.json)
 
 

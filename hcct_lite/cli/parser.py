@@ -125,6 +125,12 @@ def _add_training_commands(sub) -> None:
         p.add_argument("--scheme", required=True, help=f"one of {', '.join(SCHEMES)}")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--json", help="write the result JSON here")
+    run.add_argument(
+        "--cpu-capability",
+        choices=["default", "avx2", "avx512", "machine"],
+        help="torch's CPU kernels, in a fresh process of one thread (default: this process, "
+        "the machine's own)",
+    )
     sim.add_argument(
         "--engine",
         choices=ENGINES,
@@ -191,6 +197,7 @@ def _add_paper_commands(sub) -> None:
     rep.add_argument("--device", default="cpu", help="auto, cpu or cuda (default cpu)")
     rep.add_argument("--list", action="store_true", help="list the grids and their run counts")
     rep.add_argument("--no-report", action="store_true", help="do not rewrite the report")
+    rep.add_argument("--quiet", action="store_true", help="no progress bar")
     rep.add_argument("--report", default="docs/reproduction.md", help="report to regenerate")
     rep.add_argument(
         "--norm-limit",

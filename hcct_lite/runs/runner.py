@@ -29,9 +29,22 @@ __all__ = [
 ]
 
 
-def run_one(task, scheme, seed, json_path=None, progress=True, **overrides) -> dict:
-    """Run one experiment; write its JSON (atomically) when ``json_path`` is given."""
+def run_one(task, scheme, seed, json_path=None, progress=True, cpu_capability=None,
+            **overrides) -> dict:  # fmt: skip
+    """Run one experiment; write its JSON (atomically) when ``json_path`` is given.
+
+    ``cpu_capability`` (a name of :data:`~hcct_lite.training.provenance.CPU_KERNELS`) runs
+    it in a fresh process with those kernels and one torch thread, as a grid's runs are,
+    so that it reproduces on any CPU that has them.
+    """
     cfg = make_config(task, scheme, seed, **overrides)
+    if cpu_capability is not None:
+        pool = _pool(1, cpu_capability)
+        try:
+            return pool.apply(run_one, (task, scheme, seed, json_path, progress), overrides)
+        finally:
+            pool.terminate()
+            pool.join()
     result = run_experiment(cfg, progress=progress)
     if json_path:
         write_json(json_path, result)
