@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 
 from ..flower.simulation import ENGINES
+from ..schemes.registry import scheme_names
 from ..schemes.robust import AGGREGATORS
-from ..training.config import SCHEMES
 from ..training.tasks import TASKS
 
 __all__ = ["build_parser", "OVERRIDES"]
@@ -122,7 +122,7 @@ def _add_training_commands(sub) -> None:
     sim = sub.add_parser("flower-sim", help="run one experiment as Flower apps, one per silo")
     for p in (run, sim):
         _common(p)
-        p.add_argument("--scheme", required=True, help=f"one of {', '.join(SCHEMES)}")
+        p.add_argument("--scheme", required=True, help=f"one of {', '.join(scheme_names())}")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--json", help="write the result JSON here")
     run.add_argument(
