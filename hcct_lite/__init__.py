@@ -14,7 +14,7 @@ teach from); :mod:`~hcct_lite.viz` (figures and widgets).
 
 from .partition import Partition, client_partition, optimal_partition, select_layer
 from .runs.runner import run_grid
-from .schemes import make_scheme
+from .schemes import make_scheme, register_scheme
 from .training import (
     Backend,
     LocalBackend,
@@ -22,6 +22,8 @@ from .training import (
     build_clients,
     build_model,
     make_config,
+    register_model,
+    register_task,
     run_experiment,
 )
 
@@ -38,6 +40,9 @@ __all__ = [
     "LocalBackend",
     "Backend",
     "make_scheme",
+    "register_scheme",
+    "register_task",
+    "register_model",
     "run_grid",
 ]
 __version__ = "0.1.0"

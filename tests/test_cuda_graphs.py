@@ -48,9 +48,9 @@ def test_a_norm_limit_switch_reruns_results_of_another_limit(tmp_path):
         json.dump(result, f)
     said = []
     assert pending_jobs([job], str(tmp_path), log=said.append) == []
-    off = with_settings([job], norm_limit=0.0)
-    assert pending_jobs(off, str(tmp_path), log=said.append) == off
-    assert said[-1].endswith("its norm_limit is 20.0, the grid asks for 0.0")
+    on = with_settings([job], norm_limit=20.0)
+    assert pending_jobs(on, str(tmp_path), log=said.append) == on
+    assert said[-1].endswith("its norm_limit is 0.0, the run asks for 20.0")
 
 
 def test_cuda_graphs_is_how_a_run_ran_not_what_it_computed(tmp_path):

@@ -123,7 +123,7 @@ def test_grid_resumes_after_a_kill(tmp_path):
         log=logged.append,
         epochs=2,
     )
-    assert logged[0].startswith("skip rotated-digits__global__seed0.json")
+    assert logged[0].startswith("reuse rotated-digits__global__seed0.json")
     assert sum(m.startswith("done") for m in logged) == 3
     assert (tmp_path / files[0]).read_text() == first
     assert [(r["scheme"], r["seed"]) for r in results] == [

@@ -88,6 +88,8 @@ def test_two_nodes_claiming_one_silo_are_both_refused():
 )  # fmt: skip
 def test_a_crafted_reply_is_rejected_with_a_sentence_and_the_run_completes(scheme, kind, words):
     kw = {"maxfl_reference_epochs": 1} if scheme == "maxfl" else {}
+    if kind == "boost":  # the norm rule, as a deployment's app sets it (off in-process)
+        kw["norm_limit"] = 20.0
     result = _run(scheme, poisoned={1: kind}, **kw)
     assert result["status"] == {"state": "complete"}
     reasons = [r["reason"] for r in result["rejected"] if r["client"] == 1]
@@ -185,7 +187,7 @@ def test_a_deployment_defends_by_default():
 
 def test_two_silos_are_averaged_without_a_robust_rule_and_the_result_says_so():
     cfg = make_config("rotated-digits", "global", 0, epochs=2, n_clients=2,
-                      aggregator="centered-clip")  # fmt: skip
+                      aggregator="centered-clip", norm_limit=20.0)  # fmt: skip
     nodes = {100 + i: {"partition-id": i} for i in range(2)}
     nodes[101]["poison"] = "boost"
     grid = InlineGrid(make_client_app(cfg, mods=[poison]), nodes)

@@ -62,8 +62,17 @@ def test_the_rule_never_rejects_half_of_a_round(norms, limit):
         assert len(outliers) <= len(norms) - 1
 
 
-def test_the_setting_is_validated_and_on_by_default():
-    assert make_config("rotated-digits", "global").norm_limit == 20.0
+def test_the_setting_is_validated_off_in_process_and_on_in_a_deployment():
+    import tomllib
+    from pathlib import Path
+
+    import hcct_lite.flower
+
+    # in-process runs are the paper's algorithm; a deployment's app defends by default
+    assert make_config("rotated-digits", "global").norm_limit == 0.0
+    app = Path(hcct_lite.flower.__file__).parent / "app" / "pyproject.toml"
+    config = tomllib.loads(app.read_text())["tool"]["flwr"]["app"]["config"]
+    assert config["norm-limit"] == 20.0 and config["aggregator"] == "krum-mean"
     with pytest.raises(ValueError, match="norm_limit must be 0 \\(off\\) or a factor >= 2"):
         make_config("rotated-digits", "global", norm_limit=1.5)
     with pytest.raises(ValueError, match="norm_limit"):

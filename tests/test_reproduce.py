@@ -10,7 +10,9 @@ import torch
 
 from hcct_lite.reproduction.paper_grids import GRIDS, current_grid, grid_jobs
 from hcct_lite.runs.runner import run_grid
-from hcct_lite.training.config import RunConfig, make_config
+from hcct_lite.runs.store import NOT_COMPARED
+from hcct_lite.training.config import make_config
+from hcct_lite.training.provenance import compute_version
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "results")
@@ -59,23 +61,44 @@ def test_results_are_shipped():
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: os.path.relpath(p, RESULTS))
-def test_shipped_config_is_table2_but_for_documented_differences(path):
+def test_shipped_config_is_table3_but_for_documented_differences(path):
     r = _load(path)
     job = _job_of(r)
     assert set(job.overrides) <= DOCUMENTED[current_grid(r["grid"])]
     expected = make_config(job.task, job.scheme, job.seed, **job.overrides).to_dict()
     stored = dict(r["config"])
-    # where and how a run ran (device, CUDA graphs) is not what it computed; fields added to
-    # RunConfig after the run take defaults
-    for how in ("device", "cuda_graphs"):
-        stored.pop(how, None), expected.pop(how)
-    defaults = RunConfig(task=job.task, scheme=job.scheme).to_dict()
-    for k in expected.keys() - stored.keys():
-        stored[k] = defaults[k]
+    # where and how a run ran (device, CUDA graphs) is not what it computed
+    for how in NOT_COMPARED:
+        stored.pop(how, None), expected.pop(how, None)
+    # every setting that changes the computation is stated: no gap is filled
+    assert set(stored) == set(expected), set(expected) ^ set(stored)
+    assert expected["norm_limit"] == 0.0 and expected["aggregator"] == "mean"  # the paper's
+    if stored["norm_limit"] != 0.0:  # ran under the norm rule, which refused no reply: the
+        assert r["rejected"] == []  # run without it (runs/store.py), as the report says
+        stored["norm_limit"] = 0.0
     assert stored == expected
     prov = r["provenance"]
     assert prov["code_commit"] and prov["torch"] and prov["device"]
+    assert prov["compute_version"] == compute_version(make_config(**r["config"]))
     assert "update_cosines" not in json.dumps(r["history"][2:])  # kept small
+
+
+def test_a_fresh_clone_plans_no_run_and_writes_nothing(capsys):
+    from hcct_lite.cli import main
+
+    def snapshot():
+        return {p: (os.path.getmtime(p), open(p, "rb").read())
+                for p in glob.glob(os.path.join(RESULTS, "**"), recursive=True)
+                if os.path.isfile(p)}  # fmt: skip
+
+    before = snapshot()
+    assert main(["reproduce", "--grids", "all", "--dry-run", "--out", RESULTS]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == f"0 of {len(SHIPPED)} runs to run, {len(SHIPPED)} reused (dry run: " \
+        "nothing run or written)"  # fmt: skip
+    runs = [m for m in lines[:-1] if m.endswith(")") or ": " in m]
+    assert len(runs) == len(SHIPPED) and all(m.startswith("reuse ") for m in runs)
+    assert snapshot() == before
 
 
 def test_maxfl_is_global_on_fmnist_as_in_the_paper():
@@ -118,3 +141,45 @@ def test_provenance_records_the_thread_count_that_reproduces_a_run():
         assert provenance("cpu")["torch_threads"] == 1
     finally:
         torch.set_num_threads(threads)
+
+
+def test_a_refactor_and_a_new_unused_module_leave_the_shipped_results_reusable(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    code = tmp_path / "hcct_lite"
+    shutil.copytree(os.path.join(ROOT, "hcct_lite"), code,
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    (code / "schemes" / "unused_extension.py").write_text("def helper(x):\n    return 2 * x\n")
+    engine = code / "training" / "engine.py"  # a rename inside the engine
+    engine.write_text(engine.read_text().replace("_no_answer", "_why_no_answer"))
+    from hcct_lite.training.provenance import compute_fingerprint
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from hcct_lite.training.provenance import compute_fingerprint "
+         "as f; from hcct_lite.cli import main; print(f()); main(['reproduce', '--grids', "
+         f"'motivating', 'fixed-k-rotated', '--dry-run', '--out', {RESULTS!r}])"],
+        env=dict(os.environ, PYTHONPATH=str(tmp_path)), cwd=tmp_path, capture_output=True,
+        text=True,
+    )  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert lines[0] != compute_fingerprint()  # other code text
+    assert lines[-1].startswith("0 of 42 runs to run, 42 reused"), done.stdout + done.stderr
+
+
+def test_the_report_says_which_defences_each_grid_ran_and_what_they_refused():
+    from hcct_lite.reproduction.report_tables import defences_ran, grid_status
+
+    rows = {r[0]: r for r in grid_status(RESULTS)}
+    assert rows["k-vs-n-digit"][4:] == ["norm rule 20 (57); none (15)", "0"]
+    assert rows["schemes-digit"][4:] == ["none", "0"]
+    assert rows["schemes-fmnist"][4:] == ["norm rule 20", "0"]
+
+    def run(limit, aggregator="mean"):
+        return {"config": {"norm_limit": limit, "aggregator": aggregator}}
+
+    assert defences_ran([run(0.0)] * 3) == "none"
+    assert defences_ran([run(0.0, "median"), run(10.0, "median")]) == \
+        "median (1); norm rule 10, median (1)"  # fmt: skip
+    assert defences_ran([run(20.0), run(20.0), run(0)]) == "norm rule 20 (2); none (1)"

@@ -27,7 +27,7 @@ def _rerun_with(out, path, content):
     path.write_text(content if isinstance(content, str) else json.dumps(content))
     logged = []
     (again,) = run_grid("rotated-digits", ["independent"], [0], str(out), log=logged.append, **KW)
-    return again, [m for m in logged if m.startswith("rerun")]
+    return again, [m for m in logged if m.startswith("run")]
 
 
 def _broken(r):
@@ -52,10 +52,28 @@ def _broken(r):
     )
     case("short history", "1 epochs of history", lambda b: b["history"].pop())
     case(
-        "other code",
-        "written by other code (commit 0123abcd",
-        lambda b: b["provenance"].update(code_fingerprint="beef", code_commit="0123abcd" * 5),
+        "another compute version",
+        "of another compute version (commit 0123abcd): its engine is version 0, now 1",
+        lambda b: [b["provenance"]["compute_version"].update(engine=0),
+                   b["provenance"].update(code_commit="0123abcd" * 5)],
+    )  # fmt: skip
+    case(
+        "no compute version",
+        "of another compute version (commit",
+        lambda b: b["provenance"].pop("compute_version"),
     )
+    case("a version as a string", "its engine is version '1', now 1",
+         lambda b: b["provenance"]["compute_version"].update(engine="1"))  # fmt: skip
+    case("a version as a bool", "its engine is version True, now 1",
+         lambda b: b["provenance"]["compute_version"].update(engine=True))  # fmt: skip
+    case("a version as a float", "its engine is version 1.0, now 1",
+         lambda b: b["provenance"]["compute_version"].update(engine=1.0))  # fmt: skip
+    case("a version without its scheme", "its scheme independent is version None, now 1",
+         lambda b: b["provenance"]["compute_version"].pop("scheme independent"))  # fmt: skip
+    case("versions as a list", "its provenance records none",
+         lambda b: b["provenance"].update(compute_version=[1, 1, 1]))  # fmt: skip
+    case("a setting not stated", "its config does not state norm_limit (written before the "
+         "setting existed)", lambda b: b["config"].pop("norm_limit"))  # fmt: skip
     # files whose parts contradict each other, or name clients that are not there
     case("final not its history's", "its final mean is 1.0; its history says",
          lambda b: b["final"].update(mean=1.0))  # fmt: skip
@@ -104,34 +122,60 @@ def test_unreadable_files_are_rerun(done):
         assert len(reruns) == 1 and again["final"] == first["final"], content
 
 
-def test_older_code_is_reused_only_when_asked_and_then_named(done):
+def test_another_compute_version_is_reused_only_when_asked_and_then_named(done):
     out, path, first = done
     foreign = copy.deepcopy(first)
-    foreign["provenance"]["code_fingerprint"] = "beef"
+    foreign["provenance"]["compute_version"]["scheme independent"] = 0
     foreign["timing"]["seconds"] = 1.25  # a different number shows which file was used
-    del foreign["config"]["norm_limit"]  # a setting the older code did not have
     path.write_text(json.dumps(foreign))
     logged = []
     (reused,) = run_grid(
         "rotated-digits", ["independent"], [0], str(out), log=logged.append, reuse_older=True, **KW
     )
     assert reused["timing"]["seconds"] == 1.25
-    assert any(m.startswith("reuse") and "written by other code" in m for m in logged)
+    assert any(m.startswith("reuse") and "of another compute version" in m for m in logged)
     path.write_text(json.dumps(first))
 
 
-def test_older_code_without_a_setting_the_grid_sets_is_not_reused(done):
+def test_a_setting_a_file_does_not_state_is_never_filled_from_the_defaults(done):
+    # older code ran without the setting: what it did is not today's default (the norm
+    # rule was off before it existed), so no gap is filled, even with --reuse-older
     out, path, first = done
-    foreign = copy.deepcopy(first)
-    foreign["provenance"]["code_fingerprint"] = "beef"
-    del foreign["config"]["alpha"]  # older code that recorded no alpha
-    path.write_text(json.dumps(foreign))
-    logged = []
-    run_grid("rotated-digits", ["independent"], [0], str(out), log=logged.append,
-             reuse_older=True, alpha=50.0, **KW)  # fmt: skip
-    assert any("its config has no alpha (older code); the grid asks for 50.0" in m
-               for m in logged), logged  # fmt: skip
+    for key in ("norm_limit", "aggregator", "alpha"):
+        foreign = copy.deepcopy(first)
+        del foreign["config"][key]
+        path.write_text(json.dumps(foreign))
+        logged = []
+        run_grid("rotated-digits", ["independent"], [0], str(out), log=logged.append,
+                 reuse_older=True, **KW)  # fmt: skip
+        assert any(m.startswith("run") and f"does not state {key}" in m for m in logged), logged
     path.write_text(json.dumps(first))
+
+
+def test_refactors_leave_results_reusable_and_a_bumped_version_does_not(done, monkeypatch):
+    from hcct_lite.runs.store import reuse_decision
+    from hcct_lite.schemes.baselines import Independent
+    from hcct_lite.schemes.hcct import HCCT
+    from hcct_lite.training import provenance
+    from hcct_lite.training.config import make_config
+
+    out, path, first = done
+    cfg = make_config("rotated-digits", "independent", 0, epochs=2)
+    # the code's text changes (what a refactor, a new module or a rename does): reused
+    monkeypatch.setattr(provenance, "compute_fingerprint", lambda: "0" * 12)
+    provenance.source_fingerprint.cache_clear()
+    ok, why = reuse_decision(str(path), cfg)
+    assert ok and why.startswith("same settings and compute version (engine 1, task "
+                                 "rotated-digits 1, scheme independent 1")  # fmt: skip
+    # a version bumped on purpose: every part the run uses counts, no other
+    parts = ((provenance, "ENGINE_VERSION"), (Independent, "compute_version"),
+             (provenance, "DEFENCES_VERSION"), (HCCT, "compute_version"))  # fmt: skip
+    for where, attr in parts:
+        monkeypatch.setattr(where, attr, 2)
+        ok, why = reuse_decision(str(path), cfg)
+        used = where is not HCCT and (attr != "DEFENCES_VERSION" or provenance.uses_defences(cfg))
+        assert ok is not used and (ok or "is version 1, now 2" in why), (attr, why)
+        monkeypatch.setattr(where, attr, 1)
 
 
 def test_a_file_nested_too_deeply_is_one_sentence(tmp_path):
@@ -193,7 +237,7 @@ def test_a_fifo_output_is_refused_and_left_alone(tmp_path):
     assert not os.path.isfile(fifo)
 
 
-def test_the_fingerprint_covers_only_the_code_that_computes_a_run():
+def test_the_fingerprint_ignores_comments_and_docstrings():
     from hcct_lite.training.provenance import COMPUTE_PACKAGES, code_text, compute_fingerprint
 
     assert set(COMPUTE_PACKAGES) == {"partition", "training", "schemes"}
@@ -202,4 +246,57 @@ def test_the_fingerprint_covers_only_the_code_that_computes_a_run():
     reworded = src.replace("Doc.", "Other words,\n    on two lines.").replace("dropped", "x")
     assert code_text(src) == code_text(reworded) == 'def f(a):\n    s = "# kept"\n    return a * 2'
     assert code_text(src) != code_text(src.replace("a * 2", "a * 3"))
-    assert store.OTHER_CODE == "written by other code"
+    assert store.OTHER_CODE == "of another compute version"
+
+
+@pytest.fixture(scope="module")
+def ruled(tmp_path_factory):
+    """A finished one-file grid run under the norm rule (20), which refused no reply."""
+    out = tmp_path_factory.mktemp("ruled")
+    (r,) = run_grid("rotated-digits", ["global"], [0], str(out), log=None, norm_limit=20.0, **KW)
+    assert r["rejected"] == []
+    return out, next(out.rglob("*.json")), r
+
+
+def test_a_run_whose_norm_rule_refused_nothing_is_the_run_without_the_rule(ruled, tmp_path):
+    out, path, first = ruled
+    logged = []
+    (reused,) = run_grid("rotated-digits", ["global"], [0], str(out), log=logged.append, **KW)
+    assert reused["config"]["norm_limit"] == 20.0  # the file, as it is
+    assert any(m.startswith("reuse") and "its norm rule (20) refused no reply" in m
+               for m in logged)  # fmt: skip
+    # the claim the rule rests on: the same run without the rule computes the same numbers
+    (without,) = run_grid("rotated-digits", ["global"], [0], str(tmp_path), log=None, **KW)
+    assert without["config"]["norm_limit"] == 0.0
+    for key in ("history", "final", "rejected", "sizes", "aggregation"):
+        assert without[key] == first[key], key
+
+
+@pytest.mark.parametrize(
+    "change, ask, words",
+    [
+        # a refusal the history does not show is a forged file, not the run without the rule
+        (lambda b: b.update(rejected=[{"client": 1, "epoch": 0, "reason": "x"}]), {},
+         "its rejected says client 1's reply was refused in epoch 0"),
+        (lambda b: b.pop("rejected"), {}, "its norm_limit is 20.0"),
+        (lambda b: b.update(rejected="[]"), {}, "its rejected is str, not a list"),
+        (lambda b: b.update(rejected={}), {}, "its rejected is dict, not a list"),
+        (lambda b: None, {"norm_limit": 10.0}, "its norm_limit is 20.0, the run asks for 10.0"),
+        (lambda b: b["config"].update(norm_limit=0.0), {"norm_limit": 20.0},
+         "its norm_limit is 0.0, the run asks for 20.0"),
+    ],
+)  # fmt: skip
+def test_a_refusal_or_another_rule_is_never_read_as_the_run_without_it(ruled, change, ask, words):
+    from hcct_lite.runs.store import reuse_decision
+    from hcct_lite.training.config import make_config
+
+    out, path, first = ruled
+    bad = copy.deepcopy(first)
+    change(bad)
+    path.write_text(json.dumps(bad))
+    try:
+        ok, why = reuse_decision(str(path), make_config("rotated-digits", "global", 0, epochs=2,
+                                                        **ask))  # fmt: skip
+    finally:
+        path.write_text(json.dumps(first))
+    assert not ok and words in why, why

@@ -51,6 +51,44 @@ def _verify(args) -> int:
     return 0 if all(r["reproduces"] is not False for r in reports) else 1
 
 
+def _migrate(args) -> int:
+    import os
+
+    from ..runs.store import migrate_folder
+
+    if not os.path.isdir(args.out):
+        raise ValueError(f"--out {args.out}: not a folder of results")
+    counts = migrate_folder(args.out, dry_run=args.dry_run)
+    print(", ".join(f"{n} {what}" for what, n in counts.items())
+          + (" (dry run: nothing written)" if args.dry_run else ""))  # fmt: skip
+    return 1 if counts["not migrated"] else 0
+
+
+def _canaries(args) -> int:
+    from ..reproduction.paper_grids import grids_using
+    from ..runs import canary
+
+    stored = canary.load_canaries() if canary.CANARY_FILE.exists() or not args.write else {}
+    fresh = canary.run_canaries()
+    for name, entry in fresh.items():
+        if "unavailable" in entry:
+            print(f"not run: {name} ({entry['unavailable']})")
+    if args.write:
+        canary.write_canaries(fresh, stored=stored)
+        print(f"wrote {len(fresh)} canaries to {canary.CANARY_FILE}")
+        return 0
+    problems, changed = canary.canary_problems(stored, fresh)
+    for line in problems:
+        print(line)
+    if changed:
+        print(canary.change_report(stored, fresh, changed, grids_using))
+    if problems or changed:
+        return 1
+    ran = sum("unavailable" not in e for e in fresh.values())
+    print(f"{ran} canaries give the stored numbers bit for bit")
+    return 0
+
+
 def _reproduce(args) -> int:
     from ..reproduction.paper_grids import GRIDS, PAPER_PART, grid_jobs
     from ..runs.jobs import with_settings
@@ -68,17 +106,20 @@ def _reproduce(args) -> int:
             runs = sum(j.grid == name for j in jobs)
             print(f"{name:24s} {runs:4d} runs  {PAPER_PART[name]}")
         return 0
-    check_output_path(args.out, folder=True, what="--out")
+    if not args.dry_run:
+        check_output_path(args.out, folder=True, what="--out")
     run_jobs(
         jobs,
         args.out,
         args.workers,
         args.device,
+        progress=not args.quiet,
         reuse_older=args.reuse_older,
         cpu_capability=_capability(args),
         ray=_ray(args),
+        dry_run=args.dry_run,
     )
-    if not args.no_report:
+    if not args.no_report and not args.dry_run:
         from ..reproduction.report import write_report
 
         write_report(args.out, args.report)
@@ -134,7 +175,8 @@ def _silo_exec(args) -> int:
 def _settings(args) -> dict:
     """The RunConfig settings the options set, the hand-made partition parsed.
 
-    The output paths are checked here, before any training.
+    The output paths are checked here, before any training (not for a dry run, which
+    writes nothing).
     """
     from ..runs.store import check_output_path
 
@@ -143,6 +185,8 @@ def _settings(args) -> dict:
         from ..training.config import parse_partition
 
         overrides["partition"] = parse_partition(args.partition)
+    if getattr(args, "dry_run", False):
+        return overrides
     if getattr(args, "json", None) is not None:
         check_output_path(args.json, what="--json")
     if args.command == "compare":
@@ -153,9 +197,8 @@ def _settings(args) -> dict:
 def _run(args) -> int:
     from ..runs.runner import run_one
 
-    r = run_one(
-        args.task, args.scheme, args.seed, args.json, progress=not args.quiet, **_settings(args)
-    )
+    r = run_one(args.task, args.scheme, args.seed, args.json, progress=not args.quiet,
+                cpu_capability=_capability(args), **_settings(args))  # fmt: skip
     return report_run(f"{args.task} / {args.scheme} / seed {args.seed}", r, args.json)
 
 
@@ -191,9 +234,11 @@ def _compare(args) -> int:
         reuse_older=args.reuse_older,
         cpu_capability=_capability(args),
         ray=_ray(args),
+        dry_run=args.dry_run,
         **overrides,
     )
-    print(save_tables(results, schemes, [args.task], args.out))
+    if not args.dry_run:
+        print(save_tables(results, schemes, [args.task], args.out))
     return 0
 
 
@@ -205,4 +250,6 @@ COMMANDS = {
     "silo-exec": _silo_exec,
     "reproduce": _reproduce,
     "verify": _verify,
+    "canaries": _canaries,
+    "migrate-results": _migrate,
 }

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 
 from ..flower.simulation import ENGINES
+from ..schemes.registry import scheme_names
 from ..schemes.robust import AGGREGATORS
-from ..training.config import SCHEMES
 from ..training.tasks import TASKS
 
 __all__ = ["build_parser", "OVERRIDES"]
@@ -69,8 +69,8 @@ def _defence_options(p) -> None:
     p.add_argument(
         "--norm-limit",
         type=float,
-        help="reject a reply whose update is longer than this many times the round's median, "
-        "both as it stands and per local SGD step (default 20; 0 turns the rule off)",
+        help="reject a reply whose update is this many times the round's median, as it stands "
+        "and per local step (default 0: off, the paper's; a deployment's app sets 20)",
     )
     p.add_argument(
         "--aggregator",
@@ -133,9 +133,15 @@ def _add_training_commands(sub) -> None:
     sim = sub.add_parser("flower-sim", help="run one experiment as Flower apps, one per silo")
     for p in (run, sim):
         _common(p)
-        p.add_argument("--scheme", required=True, help=f"one of {', '.join(SCHEMES)}")
+        p.add_argument("--scheme", required=True, help=f"one of {', '.join(scheme_names())}")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--json", help="write the result JSON here")
+    run.add_argument(
+        "--cpu-capability",
+        choices=["default", "avx2", "avx512", "machine"],
+        help="torch's CPU kernels, in a fresh process of one thread (default: this process, "
+        "the machine's own)",
+    )
     sim.add_argument(
         "--engine",
         choices=ENGINES,
@@ -202,13 +208,48 @@ def _add_paper_commands(sub) -> None:
     rep.add_argument("--device", default="cpu", help="auto, cpu or cuda (default cpu)")
     rep.add_argument("--list", action="store_true", help="list the grids and their run counts")
     rep.add_argument("--no-report", action="store_true", help="do not rewrite the report")
+    rep.add_argument("--quiet", action="store_true", help="no progress bar")
     rep.add_argument("--report", default="docs/reproduction.md", help="report to regenerate")
     rep.add_argument(
         "--norm-limit",
         type=float,
-        help="every run's norm rule (default each grid's own, 20; 0 turns it off, as the "
-        "shipped Digit results that predate the rule ran)",
+        help="every run's norm rule (default each grid's own: off, the paper's algorithm; e.g. "
+        "20 reruns the grids under the rule)",
     )
+    _gpu_options(rep)
+    _store_options(rep, capability="default")
+    _cluster_options(rep)
+    ver = sub.add_parser(
+        "verify", help="rerun stored CPU results in a fresh process; exit 0 if they reproduce"
+    )
+    ver.add_argument("results", nargs="+", help="result JSON files (e.g. results/*/hcct-*.json)")
+    ver.add_argument(
+        "--capability",
+        choices=["default", "avx2", "avx512"],
+        help="rerun with these CPU kernels (default: each result's recorded ones)",
+    )
+    ver.add_argument("--json", help="write the comparisons here")
+    mig = sub.add_parser(
+        "migrate-results",
+        help="write into older result files the settings their code ran with and their compute "
+        "version (nothing else changes; each file named)",
+    )
+    mig.add_argument("--out", default="results", help="results folder (default results/)")
+    mig.add_argument("--dry-run", action="store_true", help="say what would change; write nothing")
+    can = sub.add_parser(
+        "canaries",
+        help="rerun the canary runs and compare them bit for bit with the stored ones; exit 0 "
+        "if the computation is what the compute version says",
+    )
+    can.add_argument(
+        "--write",
+        action="store_true",
+        help="store the canaries' numbers (after bumping the version of the part you changed)",
+    )
+
+
+def _gpu_options(rep) -> None:
+    """``reproduce``'s ways of computing on a GPU: graphs, batched clients, precision."""
     rep.add_argument(
         "--cuda-graphs",
         action="store_true",
@@ -227,27 +268,20 @@ def _add_paper_commands(sub) -> None:
         "--gpu-precision",
         choices=["default", "tf32", "bf16"],
         help="with --batched-clients on a GPU: tf32 matrix products, or bf16 activations with "
-        "channels_last (default: torch's float32)",
+        "channels_last (default: torch's own arithmetic)",
     )
-    _store_options(rep, capability="default")
-    _cluster_options(rep)
-    ver = sub.add_parser(
-        "verify", help="rerun stored CPU results in a fresh process; exit 0 if they reproduce"
-    )
-    ver.add_argument("results", nargs="+", help="result JSON files (e.g. results/*/hcct-*.json)")
-    ver.add_argument(
-        "--capability",
-        choices=["default", "avx2", "avx512"],
-        help="rerun with these CPU kernels (default: each result's recorded ones)",
-    )
-    ver.add_argument("--json", help="write the comparisons here")
 
 
 def _store_options(p, capability) -> None:
     p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="say for each run whether it would be reused or run, and why; run and write nothing",
+    )
+    p.add_argument(
         "--reuse-older",
         action="store_true",
-        help="reuse complete results of the same settings written by other code (each named)",
+        help="reuse complete results of the same settings of another compute version (each named)",
     )
     p.add_argument(
         "--cpu-capability",

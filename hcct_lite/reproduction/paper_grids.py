@@ -27,6 +27,7 @@ __all__ = [
     "TABLE1_NAMES",
     "current_grid",
     "grid_jobs",
+    "grids_using",
 ]
 
 OFFLINE_DIGIT_DOMAINS = ["mnist", "usps", "mnistm"]
@@ -196,3 +197,20 @@ def grid_jobs(names, seeds=None) -> list:
         build, default = GRIDS[name]
         jobs += build(tuple(default if seeds is None else seeds))
     return jobs
+
+
+def grids_using(part: str, names=None) -> dict:
+    """Grid -> how many of its runs compute with ``part`` (e.g. ``"scheme maxfl"``).
+
+    A part is a key of :func:`~hcct_lite.training.provenance.compute_version`; bumping its
+    version makes these runs' stored results stale. ``names``: the grids (default all).
+    """
+    from ..training.config import make_config
+    from ..training.provenance import compute_version
+
+    counts = {}
+    for job in grid_jobs(list(GRIDS) if names is None else names):
+        cfg = make_config(job.task, job.scheme, job.seed, **job.overrides)
+        if part in compute_version(cfg):
+            counts[job.grid] = counts.get(job.grid, 0) + 1
+    return counts

@@ -21,6 +21,8 @@ from .paper import TABLE_II, TABLE_IV, TABLE_V
 from .paper_grids import GRIDS, PATTERNS, TABLE1_NAMES, grid_jobs
 
 __all__ = [
+    "defences_ran",
+    "epoch0_best",
     "setup_table",
     "grid_status",
     "protocol_table",
@@ -33,8 +35,32 @@ __all__ = [
 ]
 
 
+def defences_ran(runs) -> str:
+    """Which defences ``runs`` ran under, as words.
+
+    ``none`` (the paper's algorithm), the norm rule's limit, a robust aggregator; with each
+    one's run count where the runs differ.
+    """
+
+    def name(cfg) -> str:
+        parts = [f"norm rule {cfg['norm_limit']:g}"] if cfg["norm_limit"] else []
+        parts += [] if cfg["aggregator"] == "mean" else [cfg["aggregator"]]
+        return ", ".join(parts) or "none"
+
+    counts = {}
+    for r in runs:
+        counts[name(r["config"])] = counts.get(name(r["config"]), 0) + 1
+    if len(counts) == 1:
+        return next(iter(counts))
+    return "; ".join(f"{k} ({n})" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def grid_status(out_dir: str) -> list:
-    """One row per grid: name, runs done, runs planned, devices, summed run seconds."""
+    """One row per grid: name, runs done / planned, devices, summed run seconds, defences.
+
+    The defences its runs ran under (:func:`defences_ran`), and how many replies they
+    refused.
+    """
     rows = []
     for name in GRIDS:
         jobs = grid_jobs([name])
@@ -43,8 +69,44 @@ def grid_status(out_dir: str) -> list:
         devices = sorted({r.get("provenance", {}).get("device", "?") for r in runs})
         # files written before the "timing" block kept their wall time in "seconds"
         secs = sum(r.get("timing", {}).get("seconds", r.get("seconds", 0.0)) for r in runs)
-        rows.append([name, f"{len(done)} / {len(jobs)}", ", ".join(devices) or "-", f"{secs:.0f}"])
+        refused = sum(len(r.get("rejected") or []) for r in runs)
+        rows.append([name, f"{len(done)} / {len(jobs)}", ", ".join(devices) or "-", f"{secs:.0f}",
+                     defences_ran(runs) if runs else "-", str(refused)])  # fmt: skip
     return rows
+
+
+def _client_errors(history, i: int) -> list:
+    """``[(epoch, error)]`` of client ``i`` over the epochs it answered in."""
+    errors = [(t, h["client_test_error"]) for t, h in enumerate(history)]
+    return [(t, e[i]) for t, e in errors if i < len(e) and e[i] is not None]
+
+
+def epoch0_best(runs) -> dict:
+    """``scheme -> (clients, of, best, best without epoch 0)`` where some best epoch is 0.
+
+    ``clients`` of the ``of`` client-runs (clients x seeds) have their lowest test error in
+    epoch 0, before any aggregation, and in no later epoch; ``best`` is the scheme's
+    best-epoch mean error (seed mean) and the last its value with epoch 0 left out of the
+    selection.
+    """
+    out = {}
+    for s in SCHEMES:
+        rs = [r for r in runs if r["scheme"] == s]
+        at0, total, without = 0, 0, []
+        for r in rs:
+            best = []
+            for i in range(len(r["history"][-1]["client_test_error"])):
+                errors = _client_errors(r["history"], i)
+                later = [e for t, e in errors if t > 0]
+                total += 1
+                at0 += bool(later) and errors[0][0] == 0 and errors[0][1] < min(later)
+                if later:
+                    best.append(min(later))
+            without.append(np.mean(best))
+        if at0:
+            kept = float(np.mean([r["final"]["best_over_epochs"]["mean"] for r in rs]))
+            out[s] = (at0, total, kept, float(np.mean(without)))
+    return out
 
 
 def protocol_table(runs, task: str) -> list:

@@ -14,8 +14,10 @@ when the grid ends.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
+import re
 import socket
 from dataclasses import dataclass
 
@@ -23,7 +25,8 @@ from ..training.provenance import CPU_KERNELS
 from .jobs import Job, compute_job, one_torch_thread, store_job
 
 __all__ = ["RayOptions", "ray_runs", "connect", "check_reachable", "ray_environment",
-           "RAY_STARTUP_WAIT", "GPUS_PER_RUN", "digit_gpu_share"]  # fmt: skip
+           "RAY_STARTUP_WAIT", "GPUS_PER_RUN", "digit_gpu_share", "plain_ray_logs",
+           "where"]  # fmt: skip
 
 # Seconds Ray waits for a node to start (Ray's own default, 10-30 s, is short on a loaded
 # two-core machine); HCCT_RAY_STARTUP_WAIT overrides it.
@@ -122,6 +125,29 @@ def ray_environment(startup_wait=None) -> None:
     os.environ.setdefault("RAY_worker_niceness", "0")
     # CPU-only tasks keep the GPUs visible as they are (Ray's coming default; silences a warning)
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    # workers' lines forwarded to the driver without colour codes: logs are read as text
+    os.environ.setdefault("RAY_COLOR_PREFIX", "0")
+
+
+# a terminal's colour and style codes (ESC [ ... m), which Ray writes into its log lines
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class PlainText(logging.Filter):
+    """Strip terminal colour codes from a log record (Ray colours the dashboard's address)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep the record, its message as plain text."""
+        record.msg = ANSI.sub("", record.getMessage())
+        record.args = None
+        return True
+
+
+def plain_ray_logs() -> None:
+    """Make Ray's own log lines (its ``ray`` logger's handlers) plain text, once."""
+    for handler in logging.getLogger("ray").handlers:
+        if not any(isinstance(f, PlainText) for f in handler.filters):
+            handler.addFilter(PlainText())
 
 
 def connect(options: RayOptions):
@@ -135,6 +161,7 @@ def connect(options: RayOptions):
     except ImportError as err:
         raise ValueError(f"--ray needs Ray: pip install 'hcct-lite[flower]' ({err})") from None
     ray_environment(options.startup_wait)
+    plain_ray_logs()
     if options.address not in (None, "auto"):
         check_reachable(options.address)
     where = "a new local cluster" if options.address is None else repr(options.address)
@@ -164,6 +191,11 @@ def check_reachable(address: str, timeout: float = 10.0) -> None:
             f"--ray {address}: nothing answers there ({err.strerror or err}); start the head "
             "with `ray start --head` and give the address it prints"
         ) from None
+
+
+def where(node: dict) -> str:
+    """``"node HOST (IP, Ray node ID)"``: a run's node as a failure line names it."""
+    return f"node {node['host']} ({node['ip']}, Ray node {node['ray_node_id']})"
 
 
 def _node() -> dict:
@@ -243,5 +275,5 @@ def _collect(ray, job: Job, ref, out_dir: str) -> tuple:
     except ray.exceptions.RayError as err:  # its node died more often than Ray may retry
         return job, None, f"{type(err).__name__}: {str(err).strip().splitlines()[0]}"
     if result is None:
-        return job, None, f"on node {node['host']} ({node['ip']}): {why}"
+        return job, None, f"on {where(node)}: {why}"
     return store_job(job, out_dir, result)

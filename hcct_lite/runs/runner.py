@@ -10,7 +10,7 @@ from ..training.provenance import kernel_env, provenance, source_fingerprint
 from .files import write_text
 from .jobs import Job, compute_job, job_path, one_torch_thread, run_job, store_job
 from .results import read_results, result_path, tables, to_csv, to_markdown, write_json
-from .store import OTHER_CODE, clean_temp_files, reuse_problem
+from .store import OTHER_CODE, clean_temp_files, reuse_decision
 
 __all__ = [
     "Job",
@@ -30,9 +30,22 @@ __all__ = [
 ]
 
 
-def run_one(task, scheme, seed, json_path=None, progress=True, **overrides) -> dict:
-    """Run one experiment; write its JSON (atomically) when ``json_path`` is given."""
+def run_one(task, scheme, seed, json_path=None, progress=True, cpu_capability=None,
+            **overrides) -> dict:  # fmt: skip
+    """Run one experiment; write its JSON (atomically) when ``json_path`` is given.
+
+    ``cpu_capability`` (a name of :data:`~hcct_lite.training.provenance.CPU_KERNELS`) runs
+    it in a fresh process with those kernels and one torch thread, as a grid's runs are,
+    so that it reproduces on any CPU that has them.
+    """
     cfg = make_config(task, scheme, seed, **overrides)
+    if cpu_capability is not None:
+        pool = _pool(1, cpu_capability)
+        try:
+            return pool.apply(run_one, (task, scheme, seed, json_path, progress), overrides)
+        finally:
+            pool.terminate()
+            pool.join()
     result = run_experiment(cfg, progress=progress)
     if json_path:
         write_json(json_path, result)
@@ -50,6 +63,7 @@ def run_grid(
     reuse_older=False,
     cpu_capability=None,
     ray=None,
+    dry_run=False,
     **overrides,
 ) -> list:
     """Run every (scheme, seed) of ``task``; skip runs whose JSON already exists.
@@ -57,8 +71,8 @@ def run_grid(
     Each run's JSON is written atomically as soon as it finishes, so a killed grid
     resumes where it stopped, losing at most the runs in progress. ``workers`` > 1 runs
     them in that many processes of one torch thread each; the results are the same.
-    ``reuse_older``, ``cpu_capability`` and ``ray``: see :func:`run_jobs`. Returns the results in
-    (scheme, seed) order.
+    ``reuse_older``, ``cpu_capability``, ``ray`` and ``dry_run``: see :func:`run_jobs`.
+    Returns the results in (scheme, seed) order (none for a dry run).
     """
     schemes = list(SCHEMES) if schemes in (None, "all", ["all"]) else list(schemes)
     jobs = [
@@ -75,7 +89,10 @@ def run_grid(
         reuse_older=reuse_older,
         cpu_capability=cpu_capability,
         ray=ray,
+        dry_run=dry_run,
     )
+    if dry_run:
+        return []
     return read_results([result_path(out_dir, j.task, j.scheme, j.seed) for j in jobs])
 
 
@@ -181,6 +198,7 @@ def run_jobs(
     reuse_older: bool = False,
     cpu_capability: str | None = None,
     ray=None,
+    dry_run: bool = False,
 ) -> int:
     """Run every job whose file cannot be reused, in ``workers`` processes; return how many.
 
@@ -191,20 +209,25 @@ def run_jobs(
 
     A job whose file exists is skipped only if
     :func:`~hcct_lite.runs.store.reuse_problem` finds nothing against it (complete,
-    well formed, same settings, same code; results of other code too with
-    ``reuse_older``, each named); otherwise it is rerun, saying why. ``cpu_capability``
-    (e.g. ``"default"``) runs every job in a fresh process whose torch uses those SIMD
-    kernels, so that the results reproduce on any CPU that has them. ``ray`` (a
-    :class:`~hcct_lite.runs.ray_cluster.RayOptions`) runs each job as a Ray task instead,
-    on this machine or a cluster, each result written here as it arrives; ``workers`` is
-    then the cluster's business. On a GPU (``device`` cuda) with ``workers`` > 1 the runs
-    of every grid share the card in one queue, longest first, admitted by memory
-    (:func:`~hcct_lite.runs.gpu_queue.run_queue`).
+    well formed, same settings, same compute version; results of another compute version
+    too with ``reuse_older``, each named); otherwise it is run, saying why. ``dry_run``
+    says so for every job and returns how many would run, running and writing nothing.
+    ``cpu_capability`` (e.g. ``"default"``) runs every job in a fresh process whose torch
+    uses those SIMD kernels, so that the results reproduce on any CPU that has them.
+    ``ray`` (a :class:`~hcct_lite.runs.ray_cluster.RayOptions`) runs each job as a Ray task
+    instead, on this machine or a cluster, each result written here as it arrives;
+    ``workers`` is then the cluster's business. On a GPU (``device`` cuda) with ``workers``
+    > 1 the runs of every grid share the card in one queue, longest first, admitted by
+    memory (:func:`~hcct_lite.runs.gpu_queue.run_queue`).
     """
     log = log or (lambda _msg: None)
     if workers < 1:
         raise ValueError(f"workers must be >= 1; got {workers}")
-    todo = pending_jobs(jobs, out_dir, device, reuse_older, log)
+    todo = pending_jobs(jobs, out_dir, device, reuse_older, log, dry_run)
+    if dry_run:
+        log(f"{len(todo)} of {len(jobs)} runs to run, {len(jobs) - len(todo)} reused (dry run: "
+            "nothing run or written)")  # fmt: skip
+        return len(todo)
     if todo and ray is None and str(device).startswith("cuda") and workers > 1:
         from .gpu_queue import QueueOptions, run_queue
 
@@ -249,11 +272,15 @@ def _run_job_args(args) -> tuple:
     return run_job(*args)
 
 
-def pending_jobs(jobs, out_dir: str, device=None, reuse_older: bool = False, log=print) -> list:
-    """The jobs whose file under ``out_dir`` cannot be reused, each reason logged.
+def pending_jobs(
+    jobs, out_dir: str, device=None, reuse_older: bool = False, log=print, dry_run: bool = False
+) -> list:
+    """The jobs whose file under ``out_dir`` cannot be reused; each job logged with why.
 
-    Every config is built (so checked) first; ``reuse_older`` reuses results of other code;
-    temporary files left by killed writes are removed.
+    One line per job, ``reuse <name>.json: <reason>`` or ``run <name>.json: <reason>``
+    (:func:`~hcct_lite.runs.store.reuse_decision`). Every config is built (so checked)
+    first; ``reuse_older`` reuses results of another compute version; temporary files
+    left by killed writes are removed, unless ``dry_run`` (nothing is written or removed).
     """
     todo, folders = [], set()
     for j in jobs:
@@ -264,17 +291,16 @@ def pending_jobs(jobs, out_dir: str, device=None, reuse_older: bool = False, log
             cfg = make_config(j.task, j.scheme, j.seed, **kw)
         except ValueError as err:  # say which run of which grid cannot be made
             raise ValueError(f"{name}: {err}") from None
-        why = reuse_problem(path, cfg)
+        ok, why = reuse_decision(path, cfg)
         folders.add(os.path.dirname(path))
-        if why is None:
-            log(f"skip {name}.json (done, same settings)")
+        if ok:
+            log(f"reuse {name}.json: {why}")
         elif reuse_older and why.startswith(OTHER_CODE):
             log(f"reuse {name}.json (--reuse-older): {why}")
         else:
-            if why != "missing":
-                log(f"rerun {name}.json: {why}")
+            log(f"run {name}.json: {why}")
             todo.append(j)
-    for folder in sorted(folders):
+    for folder in sorted(folders) if not dry_run else ():
         for tmp in clean_temp_files(folder):
             log(f"removed {os.path.join(folder, tmp)} (left by a killed write)")
     return todo

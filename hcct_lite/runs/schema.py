@@ -5,7 +5,8 @@ and the report: the fields and their types; the config, through the same validat
 new run (:func:`~hcct_lite.training.config.make_config`); the history, epoch by epoch,
 against the client count (groups that name only clients present that epoch, once each;
 one error per client, a percentage or None); and the ``final`` block, which must be what
-the history says (:func:`~hcct_lite.training.engine.summarize`).
+the history says (:func:`~hcct_lite.training.engine.summarize`); every derived field
+against what it derives from (:func:`derived_problem`).
 """
 
 from __future__ import annotations
@@ -14,16 +15,157 @@ import math
 
 import numpy as np
 
-from .derived import derived_problem
+__all__ = ["result_problem", "config_problem", "derived_problem", "MAX_SAMPLES"]
 
-__all__ = ["result_problem", "config_problem"]
+# A stored result's derived fields, each checked against what it derives from.
+#
+# A result holds numbers that follow from others: an epoch's mean error from its client
+# errors, its ``missing`` from the errors that are None, its learning rate from the config,
+# the vouched counts from the declared ones, a rejection from the epoch it made a client
+# miss. A file whose derived fields disagree was edited (or written by broken code), and
+# nothing may reuse, verify or report it: :func:`derived_problem` says what disagrees.
 
+# the largest count a silo may declare at enrolment (hcct_lite.flower.reading's limit)
+MAX_SAMPLES = 10_000_000
 # a stored statistic may differ from its recomputation by float rounding only
 _TOLERANCE = 1e-6
 
 
+def _int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
 def _finite(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _close(have, want) -> bool:
+    return _finite(have) and abs(have - want) <= _TOLERANCE * max(1.0, abs(want))
+
+
+def _none_at(errors) -> list:
+    return [i for i, e in enumerate(errors) if e is None]
+
+
+def _clients_problem(r: dict, n: int) -> str | None:
+    sizes, domains = r.get("sizes"), r.get("domains")
+    if not all(_int(s) and 0 <= s <= MAX_SAMPLES for s in sizes):
+        return f"its sizes must be whole numbers from 0 to {MAX_SAMPLES:,}; got {str(sizes)[:60]}"
+    if not all(isinstance(d, str) for d in domains):
+        return f"its domains must be words; got {str(domains)[:60]}"
+    return None
+
+
+def _epoch_derived_problem(t: int, h: dict, cfg) -> str | None:
+    errors = h["client_test_error"]
+    answered = [e for e in errors if e is not None]
+    if h.get("epoch") != t or not _int(h.get("epoch")):
+        return f"history entry {t} says it is epoch {h.get('epoch')!r}"
+    if not _close(h.get("lr"), cfg.lr * cfg.lr_decay**t):
+        return f"history epoch {t}'s lr {h.get('lr')!r} is not its config's lr x lr_decay^{t}"
+    if h.get("n_groups") != len(h["groups"]):
+        return f"history epoch {t}'s n_groups {h.get('n_groups')!r} is not its group count"
+    mean = h.get("mean_test_error")
+    want = sum(answered) / len(answered) if answered else None
+    if mean is not want and not (want is not None and _close(mean, want)):
+        return f"history epoch {t}'s mean_test_error {mean!r} is not the mean of its client errors"
+    if h.get("missing") != _none_at(errors):
+        return (
+            f"history epoch {t}'s missing {h.get('missing')!r} is not its clients without an error"
+        )
+    loss = h.get("train_loss")
+    if not isinstance(loss, list) or len(loss) != len(errors):
+        return f"history epoch {t} must give {len(errors)} training losses"
+    for i, x in enumerate(loss):
+        if x is None and errors[i] is not None:
+            return f"history epoch {t}: client {i} has an error but did not train"
+        if x is not None and not (_finite(x) and x >= 0):
+            return f"history epoch {t}: client {i}'s training loss {x!r} is not a number >= 0"
+    return None
+
+
+def _final_missing_problem(final: dict) -> str | None:
+    best = final.get("best_over_epochs")
+    for name, block in (("final", final), ("final best_over_epochs", best)):
+        errors = block.get("client_test_error") if isinstance(block, dict) else None
+        if not isinstance(errors, list):
+            return f"its {name} has no client errors"
+        # older code recorded no missing; where there is one, it must be the errors' Nones
+        if block.get("missing", _none_at(errors)) != _none_at(errors):
+            return f"its {name} missing does not name the clients without an error"
+    return None
+
+
+def _rejected_problem(r: dict, cfg) -> str | None:
+    rejected = r.get("rejected", [])
+    if not isinstance(rejected, list):
+        return f"its rejected is {type(rejected).__name__}, not a list"
+    epochs = len(r["history"])
+    for x in rejected:
+        ok = (isinstance(x, dict) and set(x) == {"client", "epoch", "reason"}
+              and _int(x["client"]) and 0 <= x["client"] < cfg.n_clients
+              and _int(x["epoch"]) and 0 <= x["epoch"] < epochs
+              and isinstance(x["reason"], str) and x["reason"])  # fmt: skip
+        if not ok:
+            return f"its rejected holds {str(x)[:80]}, not a client, an epoch and a reason"
+        errors = r["history"][x["epoch"]]["client_test_error"]
+        # a refused reply makes its client miss the epoch (MAXFL's reference rounds aside:
+        # a client whose reference was refused trains alone meanwhile)
+        seen = x["client"] < len(errors) and errors[x["client"]] is not None
+        if cfg.scheme != "maxfl" and seen:
+            return (f"its rejected says client {x['client']}'s reply was refused in epoch "
+                    f"{x['epoch']}, but the client has an error that epoch")  # fmt: skip
+    return None
+
+
+def _record_problem(entries, inner: str, epochs: int) -> bool:
+    """Whether ``entries`` is not a list of ``{"epoch": e, inner: [...]}`` within the run."""
+    return not isinstance(entries, list) or not all(
+        isinstance(e, dict) and _int(e.get("epoch")) and 0 <= e["epoch"] < epochs
+        and isinstance(e.get(inner), list)
+        for e in entries
+    )  # fmt: skip
+
+
+def _aggregation_problem(r: dict, cfg) -> str | None:
+    from ..schemes.robust import vouched_counts
+
+    if "aggregation" not in r:  # older code recorded none
+        return None
+    agg = r["aggregation"]
+    if not isinstance(agg, dict) or agg.get("aggregator") != cfg.aggregator:
+        got = agg.get("aggregator") if isinstance(agg, dict) else agg
+        return f"its aggregation names {got!r}, its config {cfg.aggregator!r}"
+    epochs = len(r["history"])
+    for key, inner in (("few_replies", "groups"), ("disputes", "pairs")):
+        if key in agg and (cfg.aggregator == "mean" or _record_problem(agg[key], inner, epochs)):
+            return f"its aggregation {key} is not what a {cfg.aggregator} run records"
+    vouched = vouched_counts(r["sizes"], cfg.count_bound).tolist()
+    if agg.get("vouched_counts", r["sizes"]) != vouched:
+        return f"its vouched counts are not its sizes bounded by count_bound {cfg.count_bound:g}"
+    return None
+
+
+def derived_problem(r: dict, cfg) -> str | None:
+    """What in ``r`` disagrees with what it derives from, or None.
+
+    ``r`` has passed the structural checks of :func:`~hcct_lite.runs.schema.result_problem`
+    (types, config, one history entry per epoch with groups and errors per client); ``cfg``
+    is its config. Checked: sizes and domains per client; each epoch's number, learning
+    rate, group count, mean error, missing clients and training losses; the final blocks'
+    missing clients; every rejection (a client, an epoch, a reason, and the client missing
+    that epoch); the aggregation record against the config and the sizes.
+    """
+    if problem := _clients_problem(r, cfg.n_clients):
+        return problem
+    for t, h in enumerate(r["history"]):
+        if problem := _epoch_derived_problem(t, h, cfg):
+            return problem
+    return (
+        _final_missing_problem(r["final"])
+        or _rejected_problem(r, cfg)
+        or _aggregation_problem(r, cfg)
+    )
 
 
 def _typed(r: dict, key: str, kind) -> str | None:

@@ -5,6 +5,9 @@ HCCT and its variants, ``baselines`` the paper's baselines, ``registry`` :func:`
 """
 
 from .base import GroupScheme, Plan, Scheme, ServerView, weighted_average
-from .registry import make_scheme
+from .registry import make_scheme, register_scheme
 
-__all__ = ["Plan", "ServerView", "Scheme", "GroupScheme", "weighted_average", "make_scheme"]
+__all__ = [
+    "Plan", "ServerView", "Scheme", "GroupScheme", "weighted_average", "make_scheme",
+    "register_scheme",
+]  # fmt: skip

@@ -145,6 +145,9 @@ class Scheme:
 
     name = "scheme"
     keep_head = False
+    # bumped on purpose when a change alters what this scheme computes (the canary test
+    # says when): stored results of the older version are then rerun
+    compute_version = 1
     # how members' models become one (a robust.Aggregator; make_scheme sets it): None is
     # FedAvg, exactly weighted_average
     aggregator = None

@@ -1,43 +1,127 @@
-"""Schemes by name: :func:`make_scheme`."""
+"""Schemes by name: the one place a scheme is registered (:func:`register_scheme`).
+
+A registered scheme runs everywhere a name is accepted (``make_config``, ``run``,
+``compare``, the engine, a Flower deployment) with the compute version its class states.
+The paper's schemes (:data:`PAPER_SCHEMES`, in its order) are the ones the paper's grids,
+the report and the lessons use; a scheme registered beside them changes none of those.
+Every module of this package is imported when the registry is first used, so a scheme
+whose module lives here registers itself; other code registers before it runs.
+"""
 
 from __future__ import annotations
+
+import importlib
+import pkgutil
 
 from .base import Scheme
 from .baselines import FLSC, IFCA, MAXFL, FedFA, Fixed, Global, Independent
 from .hcct import HCCT, HCCTE, HCCTP
 from .robust import Aggregator
 
-__all__ = ["SCHEME_CLASSES", "make_scheme"]
+__all__ = [
+    "PAPER_SCHEMES",
+    "SCHEME_CLASSES",
+    "register_scheme",
+    "unregister_scheme",
+    "scheme_names",
+    "make_scheme",
+]
 
-SCHEME_CLASSES = {
-    c.name: c for c in (Independent, Global, FedFA, HCCT, HCCTE, HCCTP, MAXFL, IFCA, FLSC, Fixed)
-}
+# The paper's schemes, in its order: the grids, the report and the lessons use these.
+PAPER_SCHEMES = ("independent", "global", "hcct", "hcct-e", "hcct-p", "maxfl", "fedfa", "ifca",
+                 "flsc")  # fmt: skip
+# name -> class, and name -> its builder from a RunConfig (both filled by register_scheme)
+SCHEME_CLASSES: dict = {}
+_BUILDERS: dict = {}
+
+
+def register_scheme(cls, build=None, replace: bool = False):
+    """Register the scheme class ``cls`` under its ``name``; return ``cls``.
+
+    Parameters
+    ----------
+    cls : a subclass of :class:`~hcct_lite.schemes.base.Scheme` with a ``name`` of its own
+        and, if its computation ever changes, a bumped ``compute_version``
+    build : callable ``cfg -> Scheme``, optional
+        How a run's RunConfig becomes an instance (default ``cls()``): the one place a
+        scheme reads its settings.
+    replace : bool
+        Replace a scheme registered under the same name (else that is an error).
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Scheme)):
+        raise ValueError(f"a scheme must be a subclass of Scheme; got {cls!r}")
+    name = cls.__dict__.get("name")
+    if not isinstance(name, str) or not name or name != name.strip():
+        raise ValueError(f"{cls.__name__} needs a name of its own (a class attribute 'name')")
+    version = cls.compute_version
+    if type(version) is not int or version < 1:
+        raise ValueError(f"{cls.__name__}.compute_version must be an int >= 1; got {version!r}")
+    if name in SCHEME_CLASSES and not replace:
+        raise ValueError(f"a scheme named {name!r} is registered already")
+    if build is not None and not callable(build):
+        raise ValueError(f"build must be callable (cfg -> scheme); got {build!r}")
+    SCHEME_CLASSES[name] = cls
+    _BUILDERS[name] = build or (lambda cfg: cls())
+    return cls
+
+
+def unregister_scheme(name: str) -> None:
+    """Forget the scheme ``name`` (registered by :func:`register_scheme`); not the paper's."""
+    if name in PAPER_SCHEMES:
+        raise ValueError(f"{name!r} is one of the paper's schemes")
+    SCHEME_CLASSES.pop(name, None)
+    _BUILDERS.pop(name, None)
+
+
+def scheme_names() -> tuple:
+    """Every registered scheme: the paper's first, in its order, then the others."""
+    _discover()
+    return PAPER_SCHEMES + tuple(n for n in SCHEME_CLASSES if n not in PAPER_SCHEMES)
 
 
 def make_scheme(name: str, cfg) -> Scheme:
     """A fresh scheme ``name`` configured from ``cfg`` (a RunConfig), with its aggregator.
 
-    Each scheme takes only its own settings in its constructor; this is the one place
-    that reads them from a run's configuration.
+    Each scheme takes only its own settings in its constructor; its registered builder is
+    the one place that reads them from a run's configuration.
     """
-    scheme = _scheme(name, cfg)
+    _discover()
+    if name not in SCHEME_CLASSES:
+        raise ValueError(f"unknown scheme {name!r}; choose from {sorted(SCHEME_CLASSES)}")
+    scheme = _BUILDERS[name](cfg)
     scheme.aggregator = Aggregator(
         cfg.aggregator, cfg.clip_factor, cfg.trim_fraction, cfg.batch_size, cfg.local_epochs
     )
     return scheme
 
 
-def _scheme(name: str, cfg) -> Scheme:
-    if name not in SCHEME_CLASSES:
-        raise ValueError(f"unknown scheme {name!r}; choose from {sorted(SCHEME_CLASSES)}")
-    if name in ("hcct", "hcct-e", "hcct-p"):
-        return SCHEME_CLASSES[name](cfg.alpha, cfg.fixed_groups, cfg.authors_round0)
-    if name == "fixed":
-        return Fixed(cfg.partition, cfg.authors_round0)
-    if name == "maxfl":
-        return MAXFL(cfg.lr, cfg.local_epochs, cfg.maxfl_reference_epochs, cfg.maxfl_threshold)
-    if name == "ifca":
-        return IFCA(cfg.cluster_models)
-    if name == "flsc":
-        return FLSC(cfg.cluster_models, cfg.soft_groups)
-    return SCHEME_CLASSES[name](cfg.authors_round0)
+def _hcct_family(cls):
+    return lambda cfg: cls(cfg.alpha, cfg.fixed_groups, cfg.authors_round0)
+
+
+for _cls, _build in (
+    (Independent, lambda cfg: Independent(cfg.authors_round0)),
+    (Global, lambda cfg: Global(cfg.authors_round0)),
+    (HCCT, _hcct_family(HCCT)),
+    (HCCTE, _hcct_family(HCCTE)),
+    (HCCTP, _hcct_family(HCCTP)),
+    (MAXFL, lambda cfg: MAXFL(cfg.lr, cfg.local_epochs, cfg.maxfl_reference_epochs,
+                              cfg.maxfl_threshold)),
+    (FedFA, lambda cfg: FedFA(cfg.authors_round0)),
+    (IFCA, lambda cfg: IFCA(cfg.cluster_models)),
+    (FLSC, lambda cfg: FLSC(cfg.cluster_models, cfg.soft_groups)),
+    # not a scheme of the paper: a partition given by hand (Table II's patterns)
+    (Fixed, lambda cfg: Fixed(cfg.partition, cfg.authors_round0)),
+):  # fmt: skip
+    register_scheme(_cls, _build)
+
+_DISCOVERED = []
+
+
+def _discover() -> None:
+    """Import every module of this package once: a scheme module there registers itself."""
+    if _DISCOVERED:
+        return
+    _DISCOVERED.append(True)
+    for info in pkgutil.iter_modules(importlib.import_module(__package__).__path__):
+        importlib.import_module(f"{__package__}.{info.name}")

@@ -5,8 +5,8 @@ The one loop serves every scheme through a client :class:`Backend`.
 
 from .config import SCHEMES, RunConfig, make_config
 from .engine import Backend, LocalBackend, run_experiment
-from .models import build_model
-from .tasks import TASKS, build_clients
+from .models import build_model, register_model
+from .tasks import TASKS, build_clients, register_task
 
 __all__ = [
     "SCHEMES",
@@ -15,6 +15,8 @@ __all__ = [
     "make_config",
     "build_clients",
     "build_model",
+    "register_task",
+    "register_model",
     "Backend",
     "LocalBackend",
     "run_experiment",

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..schemes.registry import PAPER_SCHEMES, scheme_names
 from .tasks import TASKS
 
 __all__ = [
     "SCHEMES",
-    "EXTRA_SCHEMES",
     "RunConfig",
     "make_config",
     "validate_config",
@@ -27,9 +27,9 @@ __all__ = [
 
 # gpu_precision: "default" is torch's (float32; cuDNN may take TF32 for convolutions)
 GPU_PRECISIONS = ("default", "tf32", "bf16")
-SCHEMES = ("independent", "global", "hcct", "hcct-e", "hcct-p", "maxfl", "fedfa", "ifca", "flsc")
-# Not a scheme of the paper: a partition given by hand (`partition=`), e.g. Table II's patterns.
-EXTRA_SCHEMES = ("fixed",)
+# The paper's schemes (its grids, report and lessons); any registered scheme runs
+# (hcct_lite.schemes.registry: "fixed", a partition given by hand, and extensions).
+SCHEMES = PAPER_SCHEMES
 
 
 @dataclass
@@ -61,10 +61,10 @@ class RunConfig:
     partition: list | None = None  # the "fixed" scheme's groups, e.g. [[0, 1], [2]]
     record_cosines: bool = False  # store each epoch's pairwise update cosines in the history
     # robust norm rule: a reply whose update is longer than norm_limit x the round's median,
-    # as it stands and per local step, and that is to be averaged with others, is rejected
-    # (0: off);
-    # honest FMNIST replies reach 12 x (HCCT-P, late epochs), hence 20
-    norm_limit: float = 20.0
+    # as it stands and per local step, and that is to be averaged with others, is rejected.
+    # 0 (off) runs the paper's algorithm; a deployment turns it on (its app's norm-limit, 20:
+    # honest FMNIST replies reach 12 x, HCCT-P in late epochs)
+    norm_limit: float = 0.0
     # a declared sample count counts at most count_bound x the federation's median count
     # (of two, the smaller) for the steps, the clip, the norm rule and the weights (0: off)
     count_bound: float = 0.0
@@ -100,8 +100,8 @@ def make_config(task: str, scheme: str, seed: int = 0, **overrides) -> RunConfig
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
-    if scheme not in SCHEMES + EXTRA_SCHEMES:
-        raise ValueError(f"unknown scheme {scheme!r}; choose from {list(SCHEMES + EXTRA_SCHEMES)}")
+    if scheme not in scheme_names():
+        raise ValueError(f"unknown scheme {scheme!r}; choose from {list(scheme_names())}")
     spec = dict(TASKS[task])
     alphas = spec.pop("alpha")
     spec["alpha"] = alphas.get(scheme, alphas["hcct"])

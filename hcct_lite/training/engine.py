@@ -235,7 +235,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         "status": status,
         "rejected": screen.rejected,
         "aggregation": _aggregation(scheme.aggregator, backend.sizes, sizes, cfg.count_bound),
-        "provenance": provenance(str(device)),
+        "provenance": provenance(str(device), cfg),
         # wall-clock times apart: two runs of one command differ only inside "timing"
         "timing": {"seconds": time.perf_counter() - t0, "epoch_seconds": epoch_seconds},
     }

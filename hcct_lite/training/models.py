@@ -38,6 +38,7 @@ __all__ = [
     "CifarCNN",
     "SmallDigitsNet",
     "build_model",
+    "register_model",
     "head_names",
     "check_stackable",
     "stacked_network",
@@ -193,6 +194,24 @@ MODEL_INPUT = {
     "cifar_cnn": (32, 3),
     "small_digits": (8, 1),
 }
+
+
+def register_model(name: str, build, side: int, channels: int, replace: bool = False) -> None:
+    """Register the network ``name`` for a task: ``build(num_classes) -> nn.Module``.
+
+    Its input images are (B, ``channels``, ``side``, ``side``): a task's data are resized
+    to fit. Its last ``nn.Linear`` is the classifier HCCT-P keeps local.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a network needs a name; got {name!r}")
+    if name in MODELS and not replace:
+        raise ValueError(f"a network named {name!r} is registered already")
+    if not callable(build):
+        raise ValueError(f"network {name!r}: build must be callable; got {build!r}")
+    for what, v in (("side", side), ("channels", channels)):
+        if type(v) is not int or v < 1:
+            raise ValueError(f"network {name!r}: {what} must be an int >= 1; got {v!r}")
+    MODELS[name], MODEL_INPUT[name] = build, (side, channels)
 
 
 def build_model(name: str, num_classes: int = 10) -> nn.Module:

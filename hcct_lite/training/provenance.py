@@ -1,5 +1,12 @@
 """What decides a run's numbers besides its settings: code, versions, device, CPU kernels.
 
+A run's *compute version* (:func:`compute_version`) names the version of each part of the
+code its numbers come from: the engine, its task, its scheme and, when it uses them, the
+defences. A change that alters what runs compute bumps the version of the part it changes,
+on purpose; the canary runs (:mod:`hcct_lite.runs.canary`) fail when their numbers change
+while no version did. A stored result is reused when its compute version and its settings
+match a new run's, so refactors, comments, renames and new modules leave it valid.
+
 On the CPU, torch picks its SIMD kernels per machine (``default``, ``avx2``, ``avx512``;
 ``ATEN_CPU_CAPABILITY`` forces one), and so do the libraries it calls: MKL for matrix
 products (``MKL_CBWR`` pins a code path) and oneDNN for convolutions
@@ -21,6 +28,11 @@ from pathlib import Path
 
 __all__ = [
     "provenance",
+    "compute_version",
+    "uses_defences",
+    "ENGINE_VERSION",
+    "DEFENCES_VERSION",
+    "BATCHED_VERSION",
     "compute_fingerprint",
     "source_fingerprint",
     "cpu_capability",
@@ -30,6 +42,17 @@ __all__ = [
     "CPU_KERNELS",
     "KERNEL_VARIABLES",
 ]
+
+# Bump on purpose when a change alters what runs compute (the canary test says when):
+# ENGINE_VERSION for the loop, local SGD, evaluation, networks, data, splits and the
+# partition (every run); DEFENCES_VERSION for the norm rule, the count bound and the robust
+# aggregators (runs that use them); BATCHED_VERSION for every client trained at once
+# (batched_clients: training/batched.py and the stacked networks). A scheme's version is
+# its class's ``compute_version``, a task's its entry in ``TASK_VERSIONS``
+# (hcct_lite/training/tasks.py).
+ENGINE_VERSION = 1
+DEFENCES_VERSION = 1
+BATCHED_VERSION = 1
 
 # The subpackages whose code computes a run. Reports, plots, the command line and the
 # notebooks' helpers may change without making a stored result stale.
@@ -65,12 +88,46 @@ def kernel_env(capability: str, base=None) -> dict:
     return env
 
 
+def uses_defences(cfg) -> bool:
+    """Whether a run of ``cfg`` (a RunConfig) depends on the defences' code.
+
+    A robust aggregator, the norm rule switched on (``norm_limit`` > 0), or the count bound
+    (``count_bound`` > 0).
+    """
+    return cfg.aggregator != "mean" or cfg.norm_limit > 0 or cfg.count_bound > 0
+
+
+def compute_version(cfg) -> dict:
+    """The version of each part of the code a run of ``cfg`` (a RunConfig) computes with.
+
+    Returns
+    -------
+    dict
+        ``{"engine": int, "task <name>": int, "scheme <name>": int}``, with ``"defences"``
+        when :func:`uses_defences` and ``"batched"`` when ``batched_clients``. Two runs of
+        the same settings and compute version give the same numbers under the same CPU
+        kernels and threads.
+    """
+    from ..schemes.registry import SCHEME_CLASSES
+    from .tasks import TASK_VERSIONS
+
+    version = {
+        "engine": ENGINE_VERSION,
+        f"task {cfg.task}": TASK_VERSIONS[cfg.task],
+        f"scheme {cfg.scheme}": SCHEME_CLASSES[cfg.scheme].compute_version,  # registered
+    }
+    if uses_defences(cfg):
+        version["defences"] = DEFENCES_VERSION
+    if cfg.batched_clients:
+        version["batched"] = BATCHED_VERSION
+    return version
+
+
 def compute_fingerprint() -> str:
     """Short hash of the code that computes a run (:data:`COMPUTE_PACKAGES`).
 
-    Comments, docstrings and blank lines are left out: rewording a docstring does not
-    make a stored result stale, changing a statement does. A stored result is reused for
-    a new run only when its fingerprint is this one.
+    Comments, docstrings and blank lines are left out. Recorded with each result to say
+    which code text wrote it; what decides reuse is :func:`compute_version`.
     """
     return source_fingerprint(COMPUTE_PACKAGES)[:12]
 
@@ -125,13 +182,14 @@ def cpu_capability() -> str:
     return torch.backends.cpu.get_cpu_capability().lower()
 
 
-def provenance(device: str) -> dict:
+def provenance(device: str, cfg=None) -> dict:
     """Where a result came from and what decides its numbers.
 
     Returns
     -------
     dict
-        ``code_commit`` (None outside a git checkout), ``code_fingerprint`` (see
+        ``compute_version`` (:func:`compute_version`, when ``cfg`` is given), ``code_commit``
+        (None outside a git checkout), ``code_fingerprint`` (see
         :func:`compute_fingerprint`), ``python``, ``torch``, ``numpy``, ``device``,
         ``torch_threads``, ``cpu_capability`` (torch's kernels) and ``cpu_kernel_env`` (the
         :data:`KERNEL_VARIABLES` set for the run; empty: each library picked the machine's
@@ -144,7 +202,9 @@ def provenance(device: str) -> dict:
     dev = device
     if device.startswith("cuda") and torch.cuda.is_available():
         dev = f"cuda ({torch.cuda.get_device_name(0)})"
+    version = {} if cfg is None else {"compute_version": compute_version(cfg)}
     return {
+        **version,
         "code_commit": os.environ.get("HCCT_CODE_COMMIT") or _git_commit(),
         "code_fingerprint": compute_fingerprint(),
         "python": platform.python_version(),

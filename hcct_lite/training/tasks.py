@@ -1,8 +1,11 @@
-"""The paper's training tasks: Table III's settings, and the seeded federation of a run.
+"""The tasks: Table III's settings, and the seeded federation of a run.
 
-:data:`TASKS` holds each task's defaults (the paper's Table III); :func:`build_clients` builds
-the clients of one run from its configuration; :func:`available_source` says what a task
-can run on with the data this machine has.
+A task is registered in one place (:func:`register_task`): its defaults (the paper's Table
+III for the paper's tasks), the function that builds a run's clients, its compute version
+and, optionally, what it falls back to on a machine without its data. :data:`TASKS` holds
+each task's defaults; :func:`build_clients` builds the clients of one run from its
+configuration; :func:`available_source` says what a task can run on with the data this
+machine has.
 """
 
 from __future__ import annotations
@@ -21,12 +24,207 @@ from .splits import (
     shards_halfnormal,
 )
 
-__all__ = ["PAPER_DOMAINS", "TASKS", "build_clients", "available_source"]
+__all__ = [
+    "PAPER_DOMAINS",
+    "PAPER_TASKS",
+    "TASKS",
+    "TASK_VERSIONS",
+    "register_task",
+    "unregister_task",
+    "build_clients",
+    "available_source",
+]
 
 PAPER_DOMAINS = ["mnist", "svhn", "usps", "synthdigits", "mnistm"]
+# The tasks the paper's grids, the report and the lessons use (rotated-digits is this
+# project's known-answer task).
+PAPER_TASKS = ("digit", "fmnist", "cifar10", "motivating", "rotated-digits")
 
-# Table III of the paper; `alpha` per scheme of the HCCT family.
-TASKS = {
+# name -> the task's default settings (Table III for the paper's; `alpha` per scheme of the
+# HCCT family, "hcct" for the others), its compute version, its builder and fall-back
+TASKS: dict = {}
+TASK_VERSIONS: dict = {}
+_BUILDERS: dict = {}
+_FALLBACKS: dict = {}
+
+
+def register_task(name: str, defaults: dict, build, version: int = 1, fallback=None,
+                  replace: bool = False) -> None:  # fmt: skip
+    """Register the task ``name``: the one place a task is added.
+
+    Parameters
+    ----------
+    name : str
+    defaults : dict
+        Its default settings (RunConfig fields: ``model``, ``dataset``, ``n_clients``,
+        ``samples``, ``epochs``...), with ``alpha`` a dict ``scheme -> alpha`` that has
+        ``"hcct"`` (the value for every scheme it does not name).
+    build : callable ``cfg -> list of ClientData``
+        The seeded federation of a run (``cfg.n_clients`` clients; draw every random choice
+        from ``cfg.seed``).
+    version : int >= 1
+        Its compute version: bump it when ``build`` changes what it builds.
+    fallback : callable ``data_root -> (overrides, note)``, optional
+        What the task runs on where its data are missing (:func:`available_source`).
+    replace : bool
+        Replace a task registered under the same name (else that is an error).
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a task needs a name; got {name!r}")
+    if name in TASKS and not replace:
+        raise ValueError(f"a task named {name!r} is registered already")
+    alpha = defaults.get("alpha") if isinstance(defaults, dict) else None
+    if not isinstance(alpha, dict) or "hcct" not in alpha:
+        raise ValueError(f"task {name!r}: defaults need 'alpha', a dict with an 'hcct' entry")
+    for what, f in (("build", build), ("fallback", fallback)):
+        if not callable(f) and not (what == "fallback" and f is None):
+            raise ValueError(f"task {name!r}: {what} must be callable; got {f!r}")
+    if type(version) is not int or version < 1:
+        raise ValueError(f"task {name!r}: version must be an int >= 1; got {version!r}")
+    TASKS[name], TASK_VERSIONS[name], _BUILDERS[name] = dict(defaults), version, build
+    _FALLBACKS[name] = fallback
+
+
+def unregister_task(name: str) -> None:
+    """Forget the task ``name`` (registered by :func:`register_task`); not the paper's."""
+    if name in PAPER_TASKS:
+        raise ValueError(f"{name!r} is one of the paper's tasks")
+    for table in (TASKS, TASK_VERSIONS, _BUILDERS, _FALLBACKS):
+        table.pop(name, None)
+
+
+def _rotate(i, x, n_clients):
+    k = (i * 4) // n_clients  # two clients per rotation with 8 clients
+    return torch.rot90(x, k, dims=(2, 3)).contiguous()
+
+
+def _kw(cfg) -> dict:
+    return dict(data_root=cfg.data_root, download=cfg.download)
+
+
+def _rng(cfg):
+    return np.random.default_rng([cfg.seed, 7])  # the data's own stream
+
+
+def _digit(cfg) -> list:
+    rng = _rng(cfg)
+    sets = {d: load_dataset(d, **_kw(cfg)) for d in cfg.domains}
+    if not sets:
+        raise ValueError("the digit task needs at least one domain")
+    parts = domain_split({d: len(s) for d, s in sets.items()}, cfg.n_clients, cfg.samples, rng)
+    size, channels = MODEL_INPUT[cfg.model]
+    return [
+        make_clients(sets[dom], [idx], cfg.train_ratio, rng, size, channels, [dom])[0]
+        for dom, idx in parts
+    ]
+
+
+def _rotated_digits(cfg) -> list:
+    rng, n = _rng(cfg), cfg.n_clients
+    ds = load_dataset(cfg.dataset, **_kw(cfg))
+    parts = even_split(len(ds), n, cfg.samples, rng)
+    doms = [f"rot{90 * ((i * 4) // n)}" for i in range(n)]
+    return make_clients(ds, parts, cfg.train_ratio, rng, *MODEL_INPUT[cfg.model], doms,
+                        transform=lambda i, x: _rotate(i, x, n))  # fmt: skip
+
+
+def _images(cfg, split) -> list:
+    """A one-data-set task: ``split(labels, rng) -> parts``, then each client's train/test."""
+    rng = _rng(cfg)
+    ds = load_dataset(cfg.dataset, **_kw(cfg))
+    parts = split(ds, rng)
+    return make_clients(ds, parts, cfg.train_ratio, rng, *MODEL_INPUT[cfg.model])
+
+
+def _fmnist(cfg) -> list:
+    n = cfg.n_clients
+    return _images(cfg, lambda ds, rng: iid_halfnormal(len(ds), n, n * cfg.samples, rng))
+
+
+def _cifar10(cfg) -> list:
+    n = cfg.n_clients
+    return _images(cfg, lambda ds, rng: shards_halfnormal(ds.y.numpy(), n, n * cfg.samples, rng))
+
+
+def _motivating(cfg) -> list:
+    if cfg.n_clients != 3:
+        raise ValueError(f"the motivating example has 3 clients; got n_clients={cfg.n_clients}")
+
+    def split(ds, rng):
+        fraction = 1.0 if cfg.samples <= 0 else min(1.0, cfg.samples * 3 / len(ds))
+        return motivating_split(ds.y.numpy(), rng, fraction)
+
+    return _images(cfg, split)
+
+
+def build_clients(cfg) -> list:
+    """Build the seeded federation of ``cfg`` (a RunConfig): ``n_clients`` ClientData."""
+    if cfg.task not in _BUILDERS:
+        raise ValueError(f"unknown task {cfg.task!r}; choose from {sorted(TASKS)}")
+    return _BUILDERS[cfg.task](cfg)
+
+
+def _found(name, data_root=None) -> bool:
+    from .data import DataNotFoundError, find_npz
+
+    if find_npz(name, data_root) is not None:  # present offline: no need to load it here
+        return True
+    try:
+        load_dataset(name, data_root=data_root, download=True)
+        return True
+    except DataNotFoundError:
+        return False
+
+
+def _digit_source(data_root):
+    found = [d for d in PAPER_DOMAINS if _found(d, data_root)]
+    if not found:
+        return {"domains": ["digits"], "model": "digit_cnn"}, (
+            "no Digit domain found: using scikit-learn's digits as the only domain"
+        )
+    missing = [d for d in PAPER_DOMAINS if d not in found]
+    note = f"Digit domains found: {', '.join(found)}" + (
+        f"; missing (not downloadable here): {', '.join(missing)}" if missing else ""
+    )
+    return {"domains": found}, note if missing else ""
+
+
+def _fmnist_source(data_root):
+    for name, note in (
+        ("fashion_mnist", ""),
+        ("mnist", "Fashion-MNIST not found: MNIST in its place"),
+    ):
+        if _found(name, data_root):
+            return {"dataset": name}, note
+    return {"dataset": "digits", "model": "small_digits"}, (
+        "neither Fashion-MNIST nor MNIST found: scikit-learn's digits in their place"
+    )
+
+
+def _cifar_source(data_root):
+    if _found("cifar10", data_root):
+        return {}, ""
+    return {"dataset": "digits", "model": "small_digits"}, (
+        "CIFAR-10 not found: scikit-learn's digits (and the small network) in its place"
+    )
+
+
+def available_source(task: str, data_root=None):
+    """Settings that let ``task`` run on the data this machine has, and a note saying so.
+
+    The Digit task keeps the paper's domains that are found; FMNIST falls back to MNIST;
+    CIFAR-10 and the motivating example fall back to scikit-learn's digits (with the small
+    network); a task registered without a fall-back runs as it is. Returns ``(overrides,
+    note)``; ``note`` is empty when nothing was swapped.
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
+    fallback = _FALLBACKS[task]
+    return fallback(data_root) if fallback else ({}, "")
+
+
+# The paper's tasks (Table III) and the known-answer task, each with its federation.
+_DEFAULTS = {
     "digit": dict(
         model="digit_cnn",
         dataset="digit",
@@ -85,101 +283,11 @@ TASKS = {
     ),
 }
 
-
-def _rotate(i, x, n_clients):
-    k = (i * 4) // n_clients  # two clients per rotation with 8 clients
-    return torch.rot90(x, k, dims=(2, 3)).contiguous()
-
-
-def build_clients(cfg) -> list:
-    """Build the seeded federation of ``cfg`` (a RunConfig): ``n_clients`` ClientData."""
-    rng = np.random.default_rng([cfg.seed, 7])  # the data's own stream
-    n, kw = cfg.n_clients, dict(data_root=cfg.data_root, download=cfg.download)
-    if cfg.task == "digit":
-        sets = {d: load_dataset(d, **kw) for d in cfg.domains}
-        if not sets:
-            raise ValueError("the digit task needs at least one domain")
-        parts = domain_split({d: len(s) for d, s in sets.items()}, n, cfg.samples, rng)
-        size, channels = MODEL_INPUT[cfg.model]
-        return [
-            make_clients(sets[dom], [idx], cfg.train_ratio, rng, size, channels, [dom])[0]
-            for dom, idx in parts
-        ]
-    if cfg.task == "rotated-digits":
-        ds = load_dataset(cfg.dataset, **kw)
-        parts = even_split(len(ds), n, cfg.samples, rng)
-        doms = [f"rot{90 * ((i * 4) // n)}" for i in range(n)]
-        return make_clients(
-            ds,
-            parts,
-            cfg.train_ratio,
-            rng,
-            *MODEL_INPUT[cfg.model],
-            doms,
-            transform=lambda i, x: _rotate(i, x, n),
-        )
-    ds = load_dataset(cfg.dataset, **kw)
-    size, channels = MODEL_INPUT[cfg.model]
-    if cfg.task == "fmnist":
-        parts = iid_halfnormal(len(ds), n, n * cfg.samples, rng)
-    elif cfg.task == "cifar10":
-        parts = shards_halfnormal(ds.y.numpy(), n, n * cfg.samples, rng)
-    elif cfg.task == "motivating":
-        if n != 3:
-            raise ValueError(f"the motivating example has 3 clients; got n_clients={n}")
-        fraction = 1.0 if cfg.samples <= 0 else min(1.0, cfg.samples * 3 / len(ds))
-        parts = motivating_split(ds.y.numpy(), rng, fraction)
-    else:  # pragma: no cover - make_config rejects unknown tasks
-        raise ValueError(f"unknown task {cfg.task!r}")
-    return make_clients(ds, parts, cfg.train_ratio, rng, size, channels)
-
-
-def _found(name, data_root=None) -> bool:
-    from .data import DataNotFoundError, find_npz
-
-    if find_npz(name, data_root) is not None:  # present offline: no need to load it here
-        return True
-    try:
-        load_dataset(name, data_root=data_root, download=True)
-        return True
-    except DataNotFoundError:
-        return False
-
-
-def available_source(task: str, data_root=None):
-    """Settings that let ``task`` run on the data this machine has, and a note saying so.
-
-    The Digit task keeps the paper's domains that are found; FMNIST falls back to MNIST;
-    CIFAR-10 and the motivating example fall back to scikit-learn's digits (with the small
-    network). Returns ``(overrides, note)``; ``note`` is empty when nothing was swapped.
-    """
-    if task == "digit":
-        found = [d for d in PAPER_DOMAINS if _found(d, data_root)]
-        if not found:
-            return {"domains": ["digits"], "model": "digit_cnn"}, (
-                "no Digit domain found: using scikit-learn's digits as the only domain"
-            )
-        missing = [d for d in PAPER_DOMAINS if d not in found]
-        note = f"Digit domains found: {', '.join(found)}" + (
-            f"; missing (not downloadable here): {', '.join(missing)}" if missing else ""
-        )
-        return {"domains": found}, note if missing else ""
-    if task == "fmnist":
-        for name, note in (
-            ("fashion_mnist", ""),
-            ("mnist", "Fashion-MNIST not found: MNIST in its place"),
-        ):
-            if _found(name, data_root):
-                return {"dataset": name}, note
-        return {"dataset": "digits", "model": "small_digits"}, (
-            "neither Fashion-MNIST nor MNIST found: scikit-learn's digits in their place"
-        )
-    if task in ("cifar10", "motivating"):
-        if _found("cifar10", data_root):
-            return {}, ""
-        return {"dataset": "digits", "model": "small_digits"}, (
-            "CIFAR-10 not found: scikit-learn's digits (and the small network) in its place"
-        )
-    if task in TASKS:
-        return {}, ""
-    raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
+for _name, _build, _fallback in (
+    ("digit", _digit, _digit_source),
+    ("fmnist", _fmnist, _fmnist_source),
+    ("cifar10", _cifar10, _cifar_source),
+    ("motivating", _motivating, _cifar_source),
+    ("rotated-digits", _rotated_digits, None),
+):
+    register_task(_name, _DEFAULTS[_name], _build, version=1, fallback=_fallback)
