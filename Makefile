@@ -29,13 +29,17 @@ demo: venv
 # that runs past CELL_TIMEOUT seconds fails, named, instead of hanging the run.
 CELL_TIMEOUT ?= 600
 NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=$(CELL_TIMEOUT)
+# pytest-xdist on every core: each test file (a notebook's cells included) stays on one worker
+# (conftest.py); TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= auto
+XDIST := -n $(TEST_WORKERS)
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	rm -rf build/solved
 	$(BIN)/python tools/make_classroom.py --solved build/solved
-	HCCT_MODE=quick MPLBACKEND=Agg $(BIN)/python -m pytest -rs tests build/solved $(NBVAL)
-	HCCT_MODE=shipped MPLBACKEND=Agg $(BIN)/python -m pytest notebooks $(NBVAL)
+	HCCT_MODE=quick MPLBACKEND=Agg $(BIN)/python -m pytest -rs $(XDIST) tests build/solved $(NBVAL)
+	HCCT_MODE=shipped MPLBACKEND=Agg $(BIN)/python -m pytest $(XDIST) notebooks $(NBVAL)
 
 lint: venv
 	$(BIN)/ruff check .

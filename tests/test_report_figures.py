@@ -80,6 +80,14 @@ def _complete(r):
         active = int((arrive <= t).sum())
         h.setdefault("client_test_error", [h.get("mean_test_error", r["final"]["mean"])] * active)
         h["groups"] = [g for g in h.get("groups", [[i] for i in range(active)]) if max(g) < active]
+        errors, mean = h["client_test_error"], h.get("mean_test_error")
+        first = kw.get("initial_clients", len(errors))
+        if mean is not None and len(errors) > first:  # newcomers' errors make the stated mean
+            rest = (mean * len(errors) - sum(errors[:first])) / (len(errors) - first)
+            errors[first:] = [rest] * (len(errors) - first)
+        h.update(epoch=t, lr=cfg.lr * cfg.lr_decay**t, n_groups=len(h["groups"]),
+                 mean_test_error=sum(errors) / len(errors), missing=[],
+                 train_loss=[0.5] * len(errors))  # fmt: skip
     return dict(r, task="cifar10", scheme="hcct", config=cfg.to_dict(), history=history,
                 final=summarize(history), sizes=[100] * cfg.n_clients,
                 domains=["cifar10"] * cfg.n_clients)  # fmt: skip

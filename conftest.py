@@ -1,0 +1,35 @@
+"""How ``make test`` shares the tests among the cores (pytest-xdist, ``-n auto``).
+
+A notebook's cells share one kernel and run in order, and the federations of the deployment
+tests each start a SuperLink and SuperNodes whose round timeouts assume the cores are theirs:
+so each file goes whole to one worker, the files that start a federation to the same one,
+and the notebooks (the longest files) are handed out first.
+"""
+
+from pathlib import Path
+
+import pytest
+from xdist.scheduler import LoadScopeScheduling
+
+# files whose tests start a federation: one after the other, never side by side
+FEDERATION_FILES = {"test_flower_deploy.py", "test_silo_recovery.py"}
+
+
+class FileScheduling(LoadScopeScheduling):
+    """xdist's scope scheduling with a file (or the federation files together) as the scope."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        return "federation" if Path(path).name in FEDERATION_FILES else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Each worker takes whole files (:class:`FileScheduling`)."""
+    return FileScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The notebooks first, the rest in pytest's order."""
+    # stable: each notebook's cells keep their order, and every worker sees the same order
+    items.sort(key=lambda item: item.path.suffix != ".ipynb")
