@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 
 from hcct_lite.schemes.base import ServerView
 from hcct_lite.schemes.baselines import Global
+from hcct_lite.schemes.robust import Aggregator, norm_bound
 from hcct_lite.training.config import make_config
 from hcct_lite.training.engine import LocalBackend, init_model, run_experiment
 from hcct_lite.training.local import LocalResult
-from hcct_lite.training.replies import Rejected, ReplyScreen, norm_outliers
+from hcct_lite.training.replies import Rejected, ReplyScreen
 from hcct_lite.training.tasks import build_clients
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
@@ -50,16 +51,41 @@ def test_an_update_of_1e37_entries_is_measured_in_float64():
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.floats(0, 1e30, allow_nan=False), min_size=1, max_size=30),
+    st.lists(st.tuples(st.floats(0, 1e30), st.integers(1, 1000)), min_size=1, max_size=30),
     st.floats(2, 100),
 )
-def test_the_rule_never_rejects_half_of_a_round(norms, limit):
-    # the screen refuses only keys that are outliers both as they stand and per step
-    outliers = norm_outliers(dict(enumerate(norms)), limit)
+def test_the_bound_never_lets_half_of_a_round_exceed_it(pairs, limit):
+    norms, steps = zip(*pairs, strict=True)
+    over = sum(n > b for n, b in zip(norms, norm_bound(norms, steps, limit).limits, strict=True))
     if len(norms) >= 3:
-        assert len(outliers) <= (len(norms) - 1) // 2
+        assert over <= (len(norms) - 1) // 2
     else:  # of two the smaller is the reference: the longer may go, never both
-        assert len(outliers) <= len(norms) - 1
+        assert over <= len(norms) - 1
+
+
+def test_the_bound_is_the_larger_reference_as_it_stands_and_per_step():
+    bound = norm_bound([1.0, 1.0, 1.0, 2.0, 8.0], [1, 1, 1, 8, 8], 2.0)
+    assert (bound.reference, bound.per_step_reference, bound.basis) == (1.0, 1.0, "median")
+    assert bound.limits.tolist() == [2.0, 2.0, 2.0, 16.0, 16.0]
+    two = norm_bound([3.0, 1.0], [1, 4], 2.0)
+    assert (two.reference, two.per_step_reference, two.basis) == (1.0, 0.25, "smaller")
+    assert two.limits.tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("scale", [3.0, 40.0, 1e6])
+def test_the_screen_refuses_what_the_aggregator_clips_to_the_same_limit(scale):
+    factor, sizes = 4.0, [10, 10, 10, 10, 20]  # batch size 10: the fifth silo takes 2 steps
+    replies = {i: _reply(1.0) for i in range(4)} | {4: _reply(scale)}
+    screen = ReplyScreen([50] * 5, norm_limit=factor, steps=[1, 1, 1, 1, 2])
+    kept = screen.train(replies, dict.fromkeys(replies, START))
+    limit = norm_bound([1.0] * 4 + [scale], [1, 1, 1, 1, 2], factor).limits[4]  # 8.0
+    assert (4 in kept) == (scale <= limit)
+    agg = Aggregator("clipped-mean", clip_factor=factor, batch_size=10, local_epochs=1)
+    deltas = [[1.0, 0.0]] * 4 + [[scale, 0.0]]
+    states = [{"w": torch.tensor(d)} for d in deltas]
+    start = {"w": torch.zeros(2)}
+    out = agg.combine(states, [start] * 5, [1.0] * 5, sizes, range(5))
+    assert out["w"][0].item() == pytest.approx((4 + min(scale, limit)) / 5)
 
 
 def test_the_setting_is_validated_off_in_process_and_on_in_a_deployment():
