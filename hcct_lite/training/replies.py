@@ -158,7 +158,7 @@ class ReplyScreen:
         self.rejected.append({"client": int(client), "epoch": self.epoch, "reason": reason})
         log.warning("epoch %d: reply of client %d rejected: %s", self.epoch, client, reason)
 
-    def train(self, results: dict, starts: dict, groups=None) -> dict:
+    def accepted_training(self, results: dict, starts: dict, groups=None) -> dict:
         """The training replies that are usable; the others are rejected (client missing).
 
         Replies that pass the per-reply checks then pass the norm rule (``norm_limit``) if
@@ -201,7 +201,7 @@ class ReplyScreen:
             del results[i]
         return results
 
-    def errors(self, tested: dict) -> dict:
+    def accepted_errors(self, tested: dict) -> dict:
         """Test errors (in %) that are finite and in [0, 100]; the others are rejected."""
         ok = {}
         for i, e in tested.items():
@@ -213,7 +213,7 @@ class ReplyScreen:
                 self.reject(i, f"test error {e!r} is not a number in [0, 100]")
         return ok
 
-    def probe(self, probe):
+    def checked_probe(self, probe):
         """Wrap ``probe(i, state)``: a bad answer counts as no answer (None)."""
 
         def checked(i, state):
