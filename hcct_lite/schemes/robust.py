@@ -65,8 +65,8 @@ def l2_norm(tensors) -> float:
     return math.sqrt(sum(float(v.double().pow(2).sum()) for v in tensors))
 
 
-def norm_reference(norms) -> tuple:
-    """``(reference, word)``: the median of three or more norms; of fewer, the smallest.
+def norm_reference(norms) -> float:
+    """The median of three or more norms; of fewer, the smallest.
 
     ``norms`` is a mapping (its values count) or a sequence. Of two replies the median is
     their mean, which a reply 10^6 times longer than the other makes its own; no majority
@@ -74,9 +74,7 @@ def norm_reference(norms) -> tuple:
     the other refused by replying with almost nothing).
     """
     values = list(norms.values()) if isinstance(norms, Mapping) else list(norms)
-    if len(values) >= 3:
-        return float(np.median(values)), "median"
-    return float(min(values)), "smaller"
+    return float(np.median(values)) if len(values) >= 3 else float(min(values))
 
 
 @dataclass(frozen=True)
@@ -129,9 +127,9 @@ def norm_bound(norms, steps, factor: float) -> NormBound:
     """
     norms = np.asarray(norms, dtype=np.float64)
     steps = np.asarray(steps, dtype=np.float64)
-    (ref, basis), (ref_step, _) = norm_reference(norms), norm_reference(norms / steps)
+    ref, ref_step = norm_reference(norms), norm_reference(norms / steps)
     limits = np.array([factor * max(ref, ref_step * s) for s in steps], dtype=np.float64)
-    return NormBound(ref, ref_step, basis, limits)
+    return NormBound(ref, ref_step, "median" if len(norms) >= 3 else "smaller", limits)
 
 
 def vouched_counts(declared, bound: float) -> np.ndarray:
@@ -147,7 +145,7 @@ def vouched_counts(declared, bound: float) -> np.ndarray:
     positive = d[d > 0]
     if bound <= 0 or len(positive) == 0:
         return d.copy()
-    cap = max(1, int(bound * norm_reference(positive)[0]))
+    cap = max(1, int(bound * norm_reference(positive)))
     return np.minimum(d, cap)
 
 
@@ -160,7 +158,7 @@ def capped_weights(weights) -> np.ndarray:
     w = np.asarray(weights, dtype=np.float64)
     positive = w[w > 0]
     if len(positive):
-        w = np.minimum(w, norm_reference(positive)[0])
+        w = np.minimum(w, norm_reference(positive))
     return w / w.sum()
 
 
