@@ -93,8 +93,8 @@ def update_problem(update: Mapping) -> str | None:
     """Why an update cannot enter a partition or an average (non-finite values), or None.
 
     An all-zero update is not refused: an honest client whose model did not move (dead
-    ReLUs, say) sends one; HCCT keeps such a client alone (:func:`~hcct_lite.partition.
-    updates.all_zero`).
+    ReLUs, say) sends one; HCCT keeps such a client alone
+    (:func:`~hcct_lite.partition.updates.all_zero`).
     """
     flat = getattr(update, "flat", None)  # a FlatUpdate: one tensor for all its entries
     values = [flat] if isinstance(flat, torch.Tensor) else list(update.values())
