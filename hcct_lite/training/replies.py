@@ -47,8 +47,8 @@ def _finite(x) -> bool:
 def _sums(tensors) -> list:
     """Each tensor's sum, in one host sync.
 
-    A finite sum means every entry is finite (NaN and Inf propagate through a sum), at a
-    few microseconds where ``isfinite(t).all()`` takes a hundred; only a non-finite sum
+    A finite sum means every entry is finite (NaN and Inf propagate through a sum), with
+    no boolean copy of each tensor as ``isfinite(t).all()`` makes; only a non-finite sum
     (an overflow, or a real NaN/Inf) needs the exact check.
     """
     if not tensors:
