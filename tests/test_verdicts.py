@@ -10,7 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hcct_lite.reproduction.verdicts import NOISE, claim, compare, noise_of, per_seed
+from hcct_lite.reproduction.verdicts import (
+    NOISE,
+    claim,
+    compare,
+    noise_of,
+    per_seed,
+    worst_client_claim,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -119,3 +126,30 @@ def test_on_the_shipped_fig6_the_claim_holds_only_where_the_noise_allows():
     # N = 10: 0.29 points at 2 of 3 seeds; N = 40: 0.30 points (within the GPU's 0.6)
     assert got == {10: "not resolved", 20: "holds", 30: "holds", 40: "not resolved",
                    50: "holds"}  # fmt: skip
+
+
+def _worst_runs(hcct, independent=(50.0, 51.0), device="cpu"):
+    return [
+        {"scheme": scheme, "seed": seed, "final": {"max": worst}, "provenance": {"device": device}}
+        for scheme, worsts in (("hcct", hcct), ("independent", independent))
+        for seed, worst in enumerate(worsts)
+    ]
+
+
+@pytest.mark.parametrize(
+    "hcct, verdict",
+    [
+        ((39.4, 41.0), "holds"),  # below Independent's at both seeds
+        ((50.0, 51.0), "not resolved"),  # the same worst client
+        ((38.0, 52.0), "not resolved"),  # lower at one seed only
+        ((60.0, 61.0), "does not hold"),
+    ],
+)
+def test_the_worst_client_verdict_is_read_from_the_runs(hcct, verdict):
+    said = worst_client_claim(_worst_runs(hcct))
+    assert f"**{verdict}**" in said and "of 2 seeds" in said, said
+
+
+def test_the_worst_client_verdict_weighs_gpu_runs_against_the_noise():
+    assert "**holds**" in worst_client_claim(_worst_runs((49.5, 50.5)))
+    assert "**not resolved**" in worst_client_claim(_worst_runs((49.5, 50.5), device="cuda:0"))
