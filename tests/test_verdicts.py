@@ -153,3 +153,22 @@ def test_the_worst_client_verdict_is_read_from_the_runs(hcct, verdict):
 def test_the_worst_client_verdict_weighs_gpu_runs_against_the_noise():
     assert "**holds**" in worst_client_claim(_worst_runs((49.5, 50.5)))
     assert "**not resolved**" in worst_client_claim(_worst_runs((49.5, 50.5), device="cuda:0"))
+
+
+def test_the_report_says_from_the_runs_which_side_of_the_papers_numbers_ours_lie():
+    from hcct_lite.reproduction.report_tables import against_paper
+
+    def runs(**best):  # scheme -> best-epoch mean error (paper's FMNIST: 48.38, 29.98)
+        return [{"scheme": s, "seed": 0, "final": {"mean": b, "best_over_epochs": {"mean": b}}}
+                for s, b in best.items()]  # fmt: skip
+
+    assert against_paper(runs(independent=30.0), "fmnist") == (
+        "lower than the paper's for every scheme (1)"
+    )
+    assert against_paper(runs(independent=50.0, **{"global": 31.0}), "fmnist") == (
+        "higher than the paper's for every scheme (2)"
+    )
+    assert against_paper(runs(independent=30.0, **{"global": 31.0}), "fmnist") == (
+        "lower than the paper's for 1 of 2 schemes, higher for the others"
+    )
+    assert against_paper(runs(independent=30.0), "rotated-digits").startswith("no scheme")

@@ -26,6 +26,7 @@ __all__ = [
     "setup_table",
     "grid_status",
     "protocol_table",
+    "against_paper",
     "table1_rows",
     "per_client_rows",
     "pm",
@@ -119,6 +120,24 @@ def protocol_table(runs, task: str) -> list:
         row += [pm(*stats[s][0]), pm(*stats[s][1])] if s in stats else ["pending", "pending"]
         rows.append(row)
     return rows
+
+
+def against_paper(runs, task: str) -> str:
+    """Whether our best-epoch mean errors lie below or above the paper's Table IV, in words.
+
+    Over the schemes both have: ``"lower than the paper's for every scheme (7)"``, ``"higher
+    ... for every scheme"``, or how many are lower. A description of two sets of numbers, not
+    a verdict (the paper's runs are not ours to pair seed by seed).
+    """
+    stats = by_scheme(runs)
+    ours = {s: stats[s][1][0] for s in stats if task in TABLE_IV.get(s, {})}
+    if not ours:
+        return "no scheme has both our runs and the paper's number"
+    lower = sum(m < TABLE_IV[s][task][0] for s, m in ours.items())
+    if lower in (0, len(ours)):
+        side = "lower" if lower else "higher"
+        return f"{side} than the paper's for every scheme ({len(ours)})"
+    return f"lower than the paper's for {lower} of {len(ours)} schemes, higher for the others"
 
 
 def per_client_rows(runs) -> list:
