@@ -172,3 +172,18 @@ def test_the_report_says_from_the_runs_which_side_of_the_papers_numbers_ours_lie
         "lower than the paper's for 1 of 2 schemes, higher for the others"
     )
     assert against_paper(runs(independent=30.0), "rotated-digits").startswith("no scheme")
+
+
+def test_table_ii_cells_are_compared_with_the_papers_client_by_client():
+    from hcct_lite.reproduction.report_tables import table2_against_paper
+
+    def run(name, errors):  # the paper's independent clients: 38.16, 25.12, 15.80
+        return {"name": f"{name}-seed0", "seed": 0, "final": {"client_test_error": errors}}
+
+    assert table2_against_paper([run("independent", [40.0, 30.0, 20.0])]) == (
+        "higher than the paper's for every cell (3)"
+    )
+    assert table2_against_paper([run("independent", [30.0, 30.0, 20.0])]) == (
+        "lower than the paper's for 1 of 3 cells, higher for the others"
+    )
+    assert table2_against_paper([run("hcct", [1.0, 1.0, 1.0])]).startswith("no cell")
