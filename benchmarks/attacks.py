@@ -30,7 +30,7 @@ import dataclasses
 import numpy as np
 import torch
 
-from hcct_lite.schemes.robust import local_steps, norm_reference, vouched_counts
+from hcct_lite.schemes.robust import local_steps, norm_bound, vouched_counts
 from hcct_lite.training.local import update_of
 from hcct_lite.training.replies import update_norm
 
@@ -59,12 +59,11 @@ class AttackBackend:
         self.steps = local_steps(sizes, cfg.batch_size, cfg.local_epochs).astype(float)
 
     def _allowance(self, out, i) -> float:
-        """The longest update the norm rule lets silo i send, from the round's replies: it
-        refuses only what is too long both as it stands and per local step."""
-        raw = {j: update_norm(r.update) for j, r in out.items()}
-        ref, _ = norm_reference(raw)
-        ref_step, _ = norm_reference({j: n / self.steps[j] for j, n in raw.items()})
-        return self.norm_limit * max(ref, ref_step * self.steps[i])
+        """The longest update the norm rule lets silo i send, from the round's replies."""
+        ids = list(out)
+        norms = [update_norm(out[j].update) for j in ids]
+        bound = norm_bound(norms, [self.steps[j] for j in ids], self.norm_limit)
+        return float(bound.limits[ids.index(i)])
 
     def _crafted(self, i, out, epoch) -> torch.Tensor | None:
         """Silo i's crafted update (flat, over ``names``), or None to send its own."""

@@ -48,7 +48,9 @@ __all__ = [
 __version__ = "0.1.0"
 
 # The notebooks' names, loaded on first use so that `import hcct_lite` stays light (no
-# matplotlib, no experiment code) for the Flower workers and the command line.
+# matplotlib, no experiment code) for the Flower workers and the command line. They are
+# attributes (`hl.plot_curves`) and listed by dir(), but not in __all__: a star import
+# reads every name of __all__, which would load them all.
 _TEACHING = {
     "hcct_lite.lessons.modes": [
         "Mode", "notebook_mode", "classroom_style", "solutions_shown", "task_settings",
@@ -114,7 +116,6 @@ _TEACHING = {
     "hcct_lite.viz.widgets": ["partition_explorer", "bound_explorer"],
 }  # fmt: skip
 _LAZY = {name: module for module, names in _TEACHING.items() for name in names}
-__all__ += sorted(_LAZY)
 
 
 def __getattr__(name):

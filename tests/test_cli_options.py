@@ -66,3 +66,16 @@ def test_ray_lines_are_plain_text(monkeypatch):
                                         if k != "RAY_COLOR_PREFIX"})  # fmt: skip
     ray_environment()
     assert os.environ["RAY_COLOR_PREFIX"] == "0"
+
+
+def test_every_common_option_naming_a_setting_is_passed_on_once():
+    from dataclasses import fields
+
+    from hcct_lite.cli.parser import OVERRIDES, build_parser
+    from hcct_lite.training.config import RunConfig
+
+    settings = {f.name for f in fields(RunConfig)}
+    assert len(set(OVERRIDES)) == len(OVERRIDES) and set(OVERRIDES) <= settings
+    args = build_parser().parse_args(["run", "--task", "fmnist", "--scheme", "hcct"])
+    given_apart = {"task", "scheme", "seed", "partition"}  # parsed before the overrides
+    assert set(OVERRIDES) == (set(vars(args)) & settings) - given_apart

@@ -1,6 +1,8 @@
 """The notebooks' modes, their shipped data, and the figure fixes the notebooks rely on."""
 
 import json
+import subprocess
+import sys
 
 import matplotlib
 
@@ -170,9 +172,22 @@ def test_every_teaching_name_resolves_from_the_package():
 
     for name in hcct_lite._LAZY:
         assert getattr(hcct_lite, name) is not None, name
-    assert set(hcct_lite._LAZY) <= set(hcct_lite.__all__) and "Mode" in dir(hcct_lite)
+    public = dir(hcct_lite)
+    assert set(hcct_lite._LAZY) <= set(public) and set(hcct_lite.__all__) <= set(public)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         hcct_lite.nope  # noqa: B018
+
+
+def test_a_star_import_loads_no_teaching_module():
+    # a fresh interpreter: this one has loaded them already
+    code = (
+        "import sys\nfrom hcct_lite import *\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('hcct_lite.viz', "
+        "'hcct_lite.lessons', 'matplotlib'))))\n"
+        "print(run_experiment.__name__, 'plot_curves' in globals())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["[]", "run_experiment False"], out.stdout
 
 
 def test_the_runs_cache_is_keyed_on_the_code(monkeypatch):

@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 
 from hcct_lite.schemes.base import ServerView
 from hcct_lite.schemes.baselines import Global
+from hcct_lite.schemes.robust import Aggregator, norm_bound
 from hcct_lite.training.config import make_config
 from hcct_lite.training.engine import LocalBackend, init_model, run_experiment
 from hcct_lite.training.local import LocalResult
-from hcct_lite.training.replies import Rejected, ReplyScreen, norm_outliers
+from hcct_lite.training.replies import Rejected, ReplyScreen
 from hcct_lite.training.tasks import build_clients
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
@@ -33,33 +34,60 @@ def _reply(scale):
 def test_a_boosted_update_is_rejected_naming_its_ratio_to_the_median():
     screen = ReplyScreen(sizes=[50] * 5, norm_limit=10.0)
     replies = {0: _reply(1e6), 1: _reply(1.0), 2: _reply(1.2), 3: _reply(0.9), 4: _reply(1.1)}
-    ok = screen.train(replies, dict.fromkeys(replies, START))
+    ok = screen.accepted_training(replies, dict.fromkeys(replies, START))
     assert sorted(ok) == [1, 2, 3, 4]
     (rejection,) = screen.rejected
     assert rejection["client"] == 0
     assert "update norm 2e+06 is 9.09e+05 times the round's median 2.2, and" in rejection["reason"]
     assert "norm rule: at most 10 times" in rejection["reason"]
-    assert ReplyScreen([50] * 5, norm_limit=0).train(replies, dict.fromkeys(replies, START))[0]
+    assert ReplyScreen([50] * 5, norm_limit=0).accepted_training(
+        replies, dict.fromkeys(replies, START)
+    )[0]
 
 
 def test_an_update_of_1e37_entries_is_measured_in_float64():
     screen = ReplyScreen(sizes=[50] * 3, norm_limit=10.0)
     replies = {0: _reply(1e37), 1: _reply(1.0), 2: _reply(1.0)}
-    assert sorted(screen.train(replies, dict.fromkeys(replies, START))) == [1, 2]
+    assert sorted(screen.accepted_training(replies, dict.fromkeys(replies, START))) == [1, 2]
 
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.floats(0, 1e30, allow_nan=False), min_size=1, max_size=30),
+    st.lists(st.tuples(st.floats(0, 1e30), st.integers(1, 1000)), min_size=1, max_size=30),
     st.floats(2, 100),
 )
-def test_the_rule_never_rejects_half_of_a_round(norms, limit):
-    # the screen refuses only keys that are outliers both as they stand and per step
-    outliers = norm_outliers(dict(enumerate(norms)), limit)
+def test_the_bound_never_lets_half_of_a_round_exceed_it(pairs, limit):
+    norms, steps = zip(*pairs, strict=True)
+    over = sum(n > b for n, b in zip(norms, norm_bound(norms, steps, limit).limits, strict=True))
     if len(norms) >= 3:
-        assert len(outliers) <= (len(norms) - 1) // 2
+        assert over <= (len(norms) - 1) // 2
     else:  # of two the smaller is the reference: the longer may go, never both
-        assert len(outliers) <= len(norms) - 1
+        assert over <= len(norms) - 1
+
+
+def test_the_bound_is_the_larger_reference_as_it_stands_and_per_step():
+    bound = norm_bound([1.0, 1.0, 1.0, 2.0, 8.0], [1, 1, 1, 8, 8], 2.0)
+    assert (bound.reference, bound.per_step_reference, bound.basis) == (1.0, 1.0, "median")
+    assert bound.limits.tolist() == [2.0, 2.0, 2.0, 16.0, 16.0]
+    two = norm_bound([3.0, 1.0], [1, 4], 2.0)
+    assert (two.reference, two.per_step_reference, two.basis) == (1.0, 0.25, "smaller")
+    assert two.limits.tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("scale", [3.0, 40.0, 1e6])
+def test_the_screen_refuses_what_the_aggregator_clips_to_the_same_limit(scale):
+    factor, sizes = 4.0, [10, 10, 10, 10, 20]  # batch size 10: the fifth silo takes 2 steps
+    replies = {i: _reply(1.0) for i in range(4)} | {4: _reply(scale)}
+    screen = ReplyScreen([50] * 5, norm_limit=factor, steps=[1, 1, 1, 1, 2])
+    kept = screen.accepted_training(replies, dict.fromkeys(replies, START))
+    limit = norm_bound([1.0] * 4 + [scale], [1, 1, 1, 1, 2], factor).limits[4]  # 8.0
+    assert (4 in kept) == (scale <= limit)
+    agg = Aggregator("clipped-mean", clip_factor=factor, batch_size=10, local_epochs=1)
+    deltas = [[1.0, 0.0]] * 4 + [[scale, 0.0]]
+    states = [{"w": torch.tensor(d)} for d in deltas]
+    start = {"w": torch.zeros(2)}
+    out = agg.combine(states, [start] * 5, [1.0] * 5, sizes, range(5))
+    assert out["w"][0].item() == pytest.approx((4 + min(scale, limit)) / 5)
 
 
 def test_the_setting_is_validated_off_in_process_and_on_in_a_deployment():
@@ -138,9 +166,11 @@ def test_a_booster_is_never_averaged_with_an_honest_silo(scheme, unguarded_joins
 def test_a_client_alone_is_never_rejected_by_the_rule():
     screen = ReplyScreen(sizes=[50] * 5, norm_limit=10.0)
     replies = {0: _reply(1e6), 1: _reply(1.0), 2: _reply(1.2), 3: _reply(0.9), 4: _reply(1.1)}
-    ok = screen.train(replies, dict.fromkeys(replies, START), [[0], [1, 2], [3, 4]])
+    ok = screen.accepted_training(replies, dict.fromkeys(replies, START), [[0], [1, 2], [3, 4]])
     assert sorted(ok) == [0, 1, 2, 3, 4] and screen.rejected == []
-    ok = screen.train(dict(replies), dict.fromkeys(replies, START), [[0, 1], [2], [3, 4]])
+    ok = screen.accepted_training(
+        dict(replies), dict.fromkeys(replies, START), [[0, 1], [2], [3, 4]]
+    )
     assert sorted(ok) == [1, 2, 3, 4]
 
 
@@ -172,14 +202,16 @@ def test_a_silo_with_more_steps_is_judged_per_step_and_one_with_fewer_as_it_stan
     """32x the data, 32x the steps: an honest update 23x the median is not refused."""
     replies = {0: _reply(23.0), 1: _reply(1.0), 2: _reply(1.2), 3: _reply(0.9), 4: _reply(1.1)}
     per_step = ReplyScreen([50] * 5, norm_limit=20.0, steps=[32, 1, 1, 1, 1])
-    assert sorted(per_step.train(dict(replies), dict.fromkeys(replies, START))) == [0, 1, 2, 3, 4]
+    kept = per_step.accepted_training(dict(replies), dict.fromkeys(replies, START))
+    assert sorted(kept) == [0, 1, 2, 3, 4]
     raw = ReplyScreen([50] * 5, norm_limit=20.0)  # one step each: the old rule
-    assert sorted(raw.train(dict(replies), dict.fromkeys(replies, START))) == [1, 2, 3, 4]
+    kept = raw.accepted_training(dict(replies), dict.fromkeys(replies, START))
+    assert sorted(kept) == [1, 2, 3, 4]
     # a silo of 6 steps among silos of 23-28 whose updates have shrunk: 20-35x the median
     # per step (seen in Table II's pattern (1,3)), but not longer than the others' updates
     few = {0: _reply(2.0), 1: _reply(1.0), 2: _reply(1.2), 3: _reply(0.9), 4: _reply(1.1)}
     small = ReplyScreen([50] * 5, norm_limit=20.0, steps=[1, 30, 30, 30, 30])
-    assert sorted(small.train(few, dict.fromkeys(few, START))) == [0, 1, 2, 3, 4]
+    assert sorted(small.accepted_training(few, dict.fromkeys(few, START))) == [0, 1, 2, 3, 4]
 
 
 def test_a_big_honest_silo_trains_with_the_federation():
@@ -196,5 +228,5 @@ def test_a_big_honest_silo_trains_with_the_federation():
 def test_of_two_replies_the_shorter_is_the_reference():
     screen = ReplyScreen(sizes=[50] * 2, norm_limit=20.0)
     replies = {0: _reply(1e6), 1: _reply(1.0)}  # the median of two would be 5e5
-    assert sorted(screen.train(replies, dict.fromkeys(replies, START))) == [1]
+    assert sorted(screen.accepted_training(replies, dict.fromkeys(replies, START))) == [1]
     assert "the round's smaller 2" in screen.rejected[0]["reason"]

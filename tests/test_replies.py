@@ -49,7 +49,7 @@ BAD = {
 def test_a_bad_training_reply_is_rejected_with_a_reason(case):
     screen = ReplyScreen(sizes=[50, 50])
     screen.epoch = 3
-    ok = screen.train({0: _good(), 1: BAD[case]}, {0: START, 1: START})
+    ok = screen.accepted_training({0: _good(), 1: BAD[case]}, {0: START, 1: START})
     assert list(ok) == [0]
     ((rej,),) = [screen.rejected]
     assert rej["client"] == 1 and rej["epoch"] == 3 and rej["reason"]
@@ -58,14 +58,14 @@ def test_a_bad_training_reply_is_rejected_with_a_reason(case):
 
 def test_a_reply_nobody_asked_for_is_rejected():
     screen = ReplyScreen(sizes=[50, 50])
-    assert screen.train({1: _good()}, {0: START}) == {}
+    assert screen.accepted_training({1: _good()}, {0: START}) == {}
     assert "not sent" in screen.rejected[0]["reason"]
 
 
 def test_errors_and_probes_out_of_range_are_rejected():
     screen = ReplyScreen(sizes=[10] * 6)
     tested = {0: 12.5, 1: -50.0, 2: 150.0, 3: math.nan, 4: "x", 5: Rejected("garbled")}
-    assert screen.errors(tested) == {0: 12.5}
+    assert screen.accepted_errors(tested) == {0: 12.5}
     assert [r["client"] for r in screen.rejected] == [1, 2, 3, 4, 5]
     answers = {
         0: (0.3, 0.9),
@@ -75,7 +75,7 @@ def test_errors_and_probes_out_of_range_are_rejected():
         4: "?",
         5: Rejected("x"),
     }
-    probe = screen.probe(lambda i, state: answers[i])
+    probe = screen.checked_probe(lambda i, state: answers[i])
     assert probe(0, None) == (0.3, 0.9)
     assert [probe(i, None) for i in (1, 2, 3, 4, 5)] == [None] * 5
     assert len(screen.rejected) == 5 + 4  # a silent client (None) is not a rejection
@@ -96,7 +96,7 @@ def test_an_overflowing_model_is_the_worst_on_a_probe_not_the_best():
     loss, error = evaluate(model, {k: v * 0 for k, v in huge.items()}, x, y)
     assert loss == pytest.approx(math.log(3)) and 0 <= error <= 100
     screen = ReplyScreen(sizes=[10, 10])
-    probe = screen.probe(lambda i, state: (math.inf, 0.3) if i == 0 else (-math.inf, 0.3))
+    probe = screen.checked_probe(lambda i, state: (math.inf, 0.3) if i == 0 else (-math.inf, 0.3))
     assert probe(0, None) == (math.inf, 0.3) and probe(1, None) is None
     assert [r["client"] for r in screen.rejected] == [1]
 
@@ -225,7 +225,7 @@ def test_the_flower_backend_turns_unreadable_replies_into_rejections():
     assert isinstance(out[0], LocalResult)
     assert all(isinstance(out[i], Rejected) for i in (1, 2, 3))
     screen = ReplyScreen(sizes=[50] * 4)
-    assert list(screen.train(out, {i: start for i in range(4)})) == [0]
+    assert list(screen.accepted_training(out, {i: start for i in range(4)})) == [0]
     assert len(screen.rejected) == 3
 
 

@@ -157,6 +157,11 @@ def test_coordinate_rules_stay_within_the_honest_range(honest, liars, kind):
 # --- what a declared count buys, and the rules that do not trust it --------------------
 
 
+def test_the_norm_reference_is_the_median_of_three_or_more_and_the_smaller_of_two():
+    assert norm_reference([5.0, 1.0, 3.0, 1e9]) == 4.0
+    assert norm_reference({0: 9.0, 1: 4.0}) == 4.0 and norm_reference([2.5]) == 2.5
+
+
 def test_a_declared_count_is_bounded_by_the_federations_median():
     declared = [112, 112, 112, 10**6, 112, 0]
     assert vouched_counts(declared, 0).tolist() == declared  # off: as declared
@@ -171,7 +176,7 @@ def test_a_declared_count_is_bounded_by_the_federations_median():
 def test_a_vouched_count_never_exceeds_the_declared_one_nor_the_bound(declared, bound):
     got = vouched_counts(declared, bound)
     positive = [d for d in declared if d > 0]
-    cap = max(1, int(bound * norm_reference(positive)[0])) if positive else 0
+    cap = max(1, int(bound * norm_reference(positive))) if positive else 0
     assert all(0 <= g <= d for g, d in zip(got, declared, strict=True))
     assert all(g == min(d, cap) for g, d in zip(got, declared, strict=True))
 

@@ -10,7 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hcct_lite.reproduction.verdicts import NOISE, claim, compare, noise_of, per_seed
+from hcct_lite.reproduction.verdicts import (
+    NOISE,
+    claim,
+    compare,
+    noise_of,
+    per_seed,
+    worst_client_claim,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -119,3 +126,64 @@ def test_on_the_shipped_fig6_the_claim_holds_only_where_the_noise_allows():
     # N = 10: 0.29 points at 2 of 3 seeds; N = 40: 0.30 points (within the GPU's 0.6)
     assert got == {10: "not resolved", 20: "holds", 30: "holds", 40: "not resolved",
                    50: "holds"}  # fmt: skip
+
+
+def _worst_runs(hcct, independent=(50.0, 51.0), device="cpu"):
+    return [
+        {"scheme": scheme, "seed": seed, "final": {"max": worst}, "provenance": {"device": device}}
+        for scheme, worsts in (("hcct", hcct), ("independent", independent))
+        for seed, worst in enumerate(worsts)
+    ]
+
+
+@pytest.mark.parametrize(
+    "hcct, verdict",
+    [
+        ((39.4, 41.0), "holds"),  # below Independent's at both seeds
+        ((50.0, 51.0), "not resolved"),  # the same worst client
+        ((38.0, 52.0), "not resolved"),  # lower at one seed only
+        ((60.0, 61.0), "does not hold"),
+    ],
+)
+def test_the_worst_client_verdict_is_read_from_the_runs(hcct, verdict):
+    said = worst_client_claim(_worst_runs(hcct))
+    assert f"**{verdict}**" in said and "of 2 seeds" in said, said
+
+
+def test_the_worst_client_verdict_weighs_gpu_runs_against_the_noise():
+    assert "**holds**" in worst_client_claim(_worst_runs((49.5, 50.5)))
+    assert "**not resolved**" in worst_client_claim(_worst_runs((49.5, 50.5), device="cuda:0"))
+
+
+def test_the_report_says_from_the_runs_which_side_of_the_papers_numbers_ours_lie():
+    from hcct_lite.reproduction.report_tables import against_paper
+
+    def runs(**best):  # scheme -> best-epoch mean error (paper's FMNIST: 48.38, 29.98)
+        return [{"scheme": s, "seed": 0, "final": {"mean": b, "best_over_epochs": {"mean": b}}}
+                for s, b in best.items()]  # fmt: skip
+
+    assert against_paper(runs(independent=30.0), "fmnist") == (
+        "lower than the paper's for every scheme (1)"
+    )
+    assert against_paper(runs(independent=50.0, **{"global": 31.0}), "fmnist") == (
+        "higher than the paper's for every scheme (2)"
+    )
+    assert against_paper(runs(independent=30.0, **{"global": 31.0}), "fmnist") == (
+        "lower than the paper's for 1 of 2 schemes, higher for the others"
+    )
+    assert against_paper(runs(independent=30.0), "rotated-digits").startswith("no scheme")
+
+
+def test_table_ii_cells_are_compared_with_the_papers_client_by_client():
+    from hcct_lite.reproduction.report_tables import table2_against_paper
+
+    def run(name, errors):  # the paper's independent clients: 38.16, 25.12, 15.80
+        return {"name": f"{name}-seed0", "seed": 0, "final": {"client_test_error": errors}}
+
+    assert table2_against_paper([run("independent", [40.0, 30.0, 20.0])]) == (
+        "higher than the paper's for every cell (3)"
+    )
+    assert table2_against_paper([run("independent", [30.0, 30.0, 20.0])]) == (
+        "lower than the paper's for 1 of 3 cells, higher for the others"
+    )
+    assert table2_against_paper([run("hcct", [1.0, 1.0, 1.0])]).startswith("no cell")

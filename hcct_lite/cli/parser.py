@@ -96,11 +96,13 @@ def _overrides() -> tuple:
     """List the RunConfig settings the common options set, each option written once.
 
     Every option's ``dest`` but the task, the hand-made partition (parsed first) and the
-    progress switch.
+    progress switch: the names of the namespace that parsing just the task gives (every
+    option's default is set there, in the order the options were added).
     """
     p = argparse.ArgumentParser(add_help=False)
     _common(p)
-    return tuple(a.dest for a in p._actions if a.dest not in ("task", "partition", "quiet"))
+    dests = vars(p.parse_args(["--task", "any"]))
+    return tuple(d for d in dests if d not in ("task", "partition", "quiet"))
 
 
 OVERRIDES = _overrides()

@@ -138,8 +138,8 @@ def notebook_mode(environ=None, style: bool = True) -> Mode:
     """The mode ``HCCT_MODE`` names (default ``shipped``); a clear error for any other value.
 
     Also sets one torch thread and one BLAS thread for this process: in a Jupyter kernel
-    on a busy 2-core machine, two threads made the notebooks' small computations up to 100
-    times slower, and one thread is what the grids (and so the shipped results) use. With
+    on a busy 2-core machine, two threads made the notebooks' small computations many times
+    slower, and one thread is what the grids (and so the shipped results) use. With
     ``style`` (the default) it sets matplotlib's projector fonts too
     (:func:`classroom_style`), so a notebook's set-up is this one call.
     """

@@ -1,10 +1,10 @@
 """The notebooks' data in every mode: shipped result files, or runs recomputed now.
 
-Each function takes a :class:`~hcct_lite.lessons.modes.Mode`; in ``shipped`` mode it
-reads ``results/`` (see :func:`~hcct_lite.lessons.modes.results_dir`), otherwise it
-trains through the one engine with :func:`~hcct_lite.lessons.modes.task_settings`.
-The figure data of a shipped grid are computed from its run files with the same functions
-that summarise recomputed runs, so both modes draw the same quantities.
+Each function takes a :class:`~hcct_lite.lessons.modes.Mode`; in ``shipped`` mode it reads
+``results/`` (see :func:`~hcct_lite.lessons.modes.results_dir`), otherwise it trains through
+the one engine with :func:`~hcct_lite.lessons.modes.task_settings`. The figure data of a
+shipped grid are computed from its run files with the same functions that summarise
+recomputed runs, so both modes draw the same quantities.
 """
 
 from __future__ import annotations
@@ -92,10 +92,9 @@ def grid_runs(mode: Mode, grid: str, out_dir: str | None = None, workers: int = 
     """A figure grid's runs: shipped files, its quick version, or the full grid recomputed.
 
     Recomputed runs are cached in ``out_dir`` (default :func:`runs_cache`; a grid resumes)
-    and run in ``workers``
-    processes of one torch thread each. Shipped mode returns the shipped runs of the seeds
-    that every shipped variant has (:func:`complete_seeds`), so it may return fewer runs
-    than planned: see :func:`grid_progress`.
+    and run in ``workers`` processes of one torch thread each. Shipped mode returns the
+    shipped runs of the seeds that every shipped variant has (:func:`complete_seeds`), so it
+    may return fewer runs than planned: see :func:`grid_progress`.
     """
     if not mode.recompute:
         return complete_seeds(load_grid(str(results_dir()), grid))

@@ -40,7 +40,7 @@ def run_patterns(seeds=(0,), out_dir=None, progress=False, log=print, **override
     With ``out_dir``, each run's JSON is written there (atomically) and reused if present
     (:func:`~hcct_lite.runs.runner.run_jobs`); without, the runs go to a temporary
     folder. Runs use one torch thread, as a grid's do (two threads on two busy cores made
-    these small runs a hundred times slower), so the results equal the shipped grid's.
+    these small runs far slower), so the results equal the shipped grid's.
 
     Returns
     -------

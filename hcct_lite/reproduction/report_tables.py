@@ -26,6 +26,8 @@ __all__ = [
     "setup_table",
     "grid_status",
     "protocol_table",
+    "against_paper",
+    "table2_against_paper",
     "table1_rows",
     "per_client_rows",
     "pm",
@@ -119,6 +121,44 @@ def protocol_table(runs, task: str) -> list:
         row += [pm(*stats[s][0]), pm(*stats[s][1])] if s in stats else ["pending", "pending"]
         rows.append(row)
     return rows
+
+
+def against_paper(runs, task: str) -> str:
+    """Whether our best-epoch mean errors lie below or above the paper's Table IV, in words.
+
+    Over the schemes both have: ``"lower than the paper's for every scheme (7)"``, ``"higher
+    ... for every scheme"``, or how many are lower. A description of two sets of numbers, not
+    a verdict (the paper's runs are not ours to pair seed by seed).
+    """
+    stats = by_scheme(runs)
+    ours = {s: stats[s][1][0] for s in stats if task in TABLE_IV.get(s, {})}
+    return _sides([(m, TABLE_IV[s][task][0]) for s, m in ours.items()], "scheme")
+
+
+def _sides(pairs, unit: str) -> str:
+    """Words for ``(ours, paper)`` pairs: lower or higher than the paper's, everywhere or not."""
+    if not pairs:
+        return f"no {unit} has both our runs and the paper's number"
+    lower = sum(o < p for o, p in pairs)
+    if lower in (0, len(pairs)):
+        side = "lower" if lower else "higher"
+        return f"{side} than the paper's for every {unit} ({len(pairs)})"
+    return f"lower than the paper's for {lower} of {len(pairs)} {unit}s, higher for the others"
+
+
+def table2_against_paper(runs) -> str:
+    """Whether our per-client final errors of Table II lie below or above the paper's, in words.
+
+    One cell per client of each pattern both have: our seed mean against the paper's mean.
+    """
+    pairs = []
+    for name in PATTERNS:
+        rs = [r for r in runs if variant(r) == name]
+        paper = TABLE_II.get(TABLE1_NAMES.get(name, name))
+        if rs and paper:
+            errs = np.array([r["final"]["client_test_error"] for r in rs]).mean(0)
+            pairs += [(o, p) for o, (p, _) in zip(errs, paper["clients"], strict=True)]
+    return _sides(pairs, "cell")
 
 
 def per_client_rows(runs) -> list:

@@ -203,7 +203,7 @@ def run_jobs(
     """Run every job whose file cannot be reused, in ``workers`` processes; return how many.
 
     Each worker process uses one torch thread (two threads per process on two busy cores
-    made one run six times slower); with ``workers=1`` the runs happen in this process,
+    made one run several times slower); with ``workers=1`` the runs happen in this process,
     also with one thread. Results do not depend on ``workers``. ``device`` (e.g.
     ``"cuda"``) overrides every job's device when given.
 

@@ -124,13 +124,12 @@ def _same_as_without_rule(stored: dict, want: dict) -> bool:
 def reuse_decision(path: str, cfg) -> tuple:
     """``(reusable, reason)``: whether the file at ``path`` can stand for a run of ``cfg``.
 
-    Not reusable: ``"missing"``; an unreadable or incomplete file
-    (:func:`result_problem`, named); a setting that changes the computation (all but
-    :data:`NOT_COMPARED`) whose stored value differs from ``cfg``'s, or that the file does
-    not state (never filled in from today's defaults: older code did not run as today's
-    defaults say); or a compute version
-    (:func:`~hcct_lite.training.provenance.compute_version`) other than ``cfg``'s, the
-    reason then starting with :data:`OTHER_CODE`. The reason of a reusable file names
+    Not reusable: ``"missing"``; an unreadable or incomplete file (:func:`result_problem`,
+    named); a setting that changes the computation (all but :data:`NOT_COMPARED`) whose
+    stored value differs from ``cfg``'s, or that the file does not state (never filled in
+    from today's defaults: older code did not run as today's defaults say); or a compute
+    version (:func:`~hcct_lite.training.provenance.compute_version`) other than ``cfg``'s,
+    the reason then starting with :data:`OTHER_CODE`. The reason of a reusable file names
     the compute version it shares. A run under the norm rule that refused no reply stands
     for the same run without the rule (the rule only removes replies), never the reverse.
 
@@ -214,8 +213,8 @@ def check_output_path(path, folder: bool = False, what: str = "--json") -> None:
 def clean_temp_files(folder: str) -> list:
     """Remove temporary files that killed writes left in ``folder``; return their names.
 
-    Only :func:`~hcct_lite.runs.results.write_json`'s own (``.tmp-*.json``), and
-    only those older than a minute: a live write takes milliseconds.
+    Only :func:`~hcct_lite.runs.results.write_json`'s own (``.tmp-*.json``), and only those
+    older than a minute: a live write takes milliseconds.
     """
     removed = []
     if not os.path.isdir(folder):
@@ -237,8 +236,8 @@ def clean_temp_files(folder: str) -> list:
 # ``hcct-lite migrate-results``: state in older result files what their code ran with.
 #
 # A file written before a setting existed does not state it, and one written before compute
-# versions records none. The reuse rule fills no gap (:func:`~hcct_lite.runs.store.
-# reuse_decision`), so such a file is run again until this migration has written, once:
+# versions records none. The reuse rule fills no gap (:func:`reuse_decision`), so such a
+# file is run again until this migration has written, once:
 #
 # - each setting it lacks, from :data:`SETTINGS_BEFORE`: what code before the setting
 #   existed did (no norm rule, plain averaging), never today's default;

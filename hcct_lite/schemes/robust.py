@@ -5,11 +5,9 @@ one silo that sends a long, sign-flipped update moves the average wherever it li
 within any norm bound. The robust aggregators work on each member's *delta*, its trained
 model minus the model it started from, in two stages:
 
-1. **Clip.** Each delta is scaled down to at most ``clip_factor`` times the larger of the
-   group's median norm and its median *per-step* norm times the member's own local SGD
-   steps (``local_epochs * ceil(D_i / batch_size)``): a silo with more data, whose honest
-   update is longer because it took more steps, is not cut short, nor a silo with few
-   steps, whose update per step is longer.
+1. **Clip.** Each delta is scaled down to at most its :func:`norm_bound` limit, with
+   ``clip_factor`` as the factor and the member's own local SGD steps
+   (``local_epochs * ceil(D_i / batch_size)``).
 2. **Combine** the clipped deltas, per ``kind``:
 
    - ``clipped-mean``: their D-weighted mean;
@@ -28,8 +26,8 @@ The group model is then the start model plus the combined delta. Integer entries
 counters) keep the rounded D-weighted average.
 
 **Fewer than three members** (two silos, or a larger federation with the rest silent): no
-rule can tell which of two is honest. The clip then uses the *smaller* norms instead of
-the medians, the combination is the clipped D-weighted mean, and the result
+rule can tell which of two is honest. The clip's references are then the *smaller* norms
+(:func:`norm_bound`), the combination is the clipped D-weighted mean, and the result
 records each such group (:meth:`Aggregator.record`).
 """
 
@@ -37,6 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -44,7 +43,8 @@ import torch
 from .base import weighted_average
 
 __all__ = [
-    "AGGREGATORS", "Aggregator", "local_steps", "l2_norm", "norm_reference", "per_step_norms",
+    "AGGREGATORS", "Aggregator", "local_steps", "l2_norm", "norm_reference", "NormBound",
+    "norm_bound", "per_step_norms",
     "vouched_counts", "capped_weights", "round_reference",
 ]  # fmt: skip
 
@@ -65,8 +65,8 @@ def l2_norm(tensors) -> float:
     return math.sqrt(sum(float(v.double().pow(2).sum()) for v in tensors))
 
 
-def norm_reference(norms) -> tuple:
-    """``(reference, word)``: the median of three or more norms; of fewer, the smallest.
+def norm_reference(norms) -> float:
+    """The median of three or more norms; of fewer, the smallest.
 
     ``norms`` is a mapping (its values count) or a sequence. Of two replies the median is
     their mean, which a reply 10^6 times longer than the other makes its own; no majority
@@ -74,9 +74,62 @@ def norm_reference(norms) -> tuple:
     the other refused by replying with almost nothing).
     """
     values = list(norms.values()) if isinstance(norms, Mapping) else list(norms)
-    if len(values) >= 3:
-        return float(np.median(values)), "median"
-    return float(min(values)), "smaller"
+    return float(np.median(values)) if len(values) >= 3 else float(min(values))
+
+
+@dataclass(frozen=True)
+class NormBound:
+    """A round's norm bound (:func:`norm_bound`).
+
+    Attributes
+    ----------
+    reference : float, the norms' reference (:func:`norm_reference`)
+    per_step_reference : float, the reference of the norms per local step
+    basis : str, what the references are: ``"median"``, or ``"smaller"`` of two
+    limits : (n,) each update's bound, ``factor * max(reference, per_step_reference * steps)``
+    """
+
+    reference: float
+    per_step_reference: float
+    basis: str
+    limits: np.ndarray
+
+
+def norm_bound(norms, steps, factor: float) -> NormBound:
+    """How long each of a round's updates may be: ``factor`` x the larger of two references.
+
+    The one rule both defences use: :class:`~hcct_lite.training.replies.ReplyScreen`
+    refuses a reply to be averaged whose update is longer than its limit (``factor`` is the
+    run's ``norm_limit``), and :class:`Aggregator` clips each delta to its limit
+    (``clip_factor``). One silo's long update moves an average wherever it likes; the
+    round's updates themselves say how long an honest one is.
+
+    The references are :func:`norm_reference`'s (the median, so an honest majority's; of
+    two the shorter) of the ``norms`` as they stand and of the norms per local SGD step;
+    an update's limit is ``factor * max(reference, per_step_reference * steps_i)``. A silo
+    with more data takes more steps and sends a longer honest update: the per-step
+    reference times its own steps keeps it from being refused or cut short; a silo with
+    few steps sends a longer update per step: the plain reference keeps it. Every limit is
+    at least ``factor`` times the median, so with ``factor >= 2`` fewer than half of three
+    or more updates can exceed their limits: every such update lies above the median, and
+    in an even round the upper middle value cannot exceed twice the mean of the two middle
+    values. Of two, at most the longer one.
+
+    Parameters
+    ----------
+    norms : (n,) the updates' Euclidean norms, n >= 1
+    steps : (n,) each update's local SGD steps (:func:`local_steps`)
+    factor : float, the multiple of the reference allowed
+
+    Returns
+    -------
+    NormBound, with ``limits`` (n,) in the order of ``norms``
+    """
+    norms = np.asarray(norms, dtype=np.float64)
+    steps = np.asarray(steps, dtype=np.float64)
+    ref, ref_step = norm_reference(norms), norm_reference(norms / steps)
+    limits = np.array([factor * max(ref, ref_step * s) for s in steps], dtype=np.float64)
+    return NormBound(ref, ref_step, "median" if len(norms) >= 3 else "smaller", limits)
 
 
 def vouched_counts(declared, bound: float) -> np.ndarray:
@@ -92,7 +145,7 @@ def vouched_counts(declared, bound: float) -> np.ndarray:
     positive = d[d > 0]
     if bound <= 0 or len(positive) == 0:
         return d.copy()
-    cap = max(1, int(bound * norm_reference(positive)[0]))
+    cap = max(1, int(bound * norm_reference(positive)))
     return np.minimum(d, cap)
 
 
@@ -105,7 +158,7 @@ def capped_weights(weights) -> np.ndarray:
     w = np.asarray(weights, dtype=np.float64)
     positive = w[w > 0]
     if len(positive):
-        w = np.minimum(w, norm_reference(positive)[0])
+        w = np.minimum(w, norm_reference(positive))
     return w / w.sum()
 
 
@@ -141,7 +194,7 @@ class Aggregator:
     Parameters
     ----------
     kind : str, ``"mean"`` (FedAvg, exactly :func:`weighted_average`) or a robust rule
-    clip_factor : float, clip each delta to this many times the median per-step norm
+    clip_factor : float, the factor of each delta's :func:`norm_bound` limit
     trim_fraction : float in [0, 0.5), ``trimmed-mean``'s share dropped at each side
     batch_size, local_epochs : int, the silos' local training (for the steps)
 
@@ -208,19 +261,12 @@ class Aggregator:
         return np.eye(2)[kept]
 
     def _clipped(self, deltas: list, steps) -> list:
-        """Each delta scaled to at most ``clip_factor`` x the larger of two references.
-
-        The median norm, and the median per-step norm times the member's own steps (of
-        fewer than three, the smaller instead of the median): a silo with many steps is
-        not cut short for its long honest update, nor one with few for its per-step size.
-        """
+        """Each delta scaled to at most its :func:`norm_bound` limit (``clip_factor``)."""
         steps = np.asarray(steps, dtype=np.float64)
-        per = per_step_norms(deltas, steps)
-        raw = per * steps
-        (ref, _), (ref_step, _) = norm_reference(raw), norm_reference(per)
+        raw = per_step_norms(deltas, steps) * steps  # rounded as stored results were
+        limits = norm_bound(raw, steps, self.clip_factor).limits
         out = []
-        for d, norm, s in zip(deltas, raw, steps, strict=True):
-            bound = self.clip_factor * max(ref, ref_step * s)
+        for d, norm, bound in zip(deltas, raw, limits, strict=True):
             scale = min(1.0, bound / norm) if norm > 0 else 1.0
             out.append(d if scale == 1.0 else {k: v * scale for k, v in d.items()})
         return out

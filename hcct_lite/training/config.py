@@ -60,8 +60,8 @@ class RunConfig:
     authors_round0: bool = False
     partition: list | None = None  # the "fixed" scheme's groups, e.g. [[0, 1], [2]]
     record_cosines: bool = False  # store each epoch's pairwise update cosines in the history
-    # robust norm rule: a reply whose update is longer than norm_limit x the round's median,
-    # as it stands and per local step, and that is to be averaged with others, is rejected.
+    # the norm rule: a reply to be averaged with others is rejected where its update is
+    # longer than its limit (hcct_lite.schemes.robust.norm_bound, factor norm_limit).
     # 0 (off) runs the paper's algorithm; a deployment turns it on (its app's norm-limit, 20:
     # honest FMNIST replies reach 12 x, HCCT-P in late epochs)
     norm_limit: float = 0.0
@@ -69,7 +69,7 @@ class RunConfig:
     # (of two, the smaller) for the steps, the clip, the norm rule and the weights (0: off)
     count_bound: float = 0.0
     # how a group's models become one: "mean" (FedAvg, the paper's) or a robust rule of
-    # hcct_lite.schemes.robust; deltas clipped to clip_factor x the median per-step norm
+    # hcct_lite.schemes.robust; deltas clipped to their norm_bound limit (factor clip_factor)
     aggregator: str = "mean"
     clip_factor: float = 4.0
     trim_fraction: float = 0.25  # trimmed-mean: share dropped at each side

@@ -199,10 +199,12 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         init_state=clone_state(model.state_dict()),
         head=head_names(model),
         trainable=[k for k, _ in model.named_parameters()],
-        probe=screen.probe(backend.probe),
+        probe=screen.checked_probe(backend.probe),
         fresh_state=lambda k: clone_state(init_model(cfg, k, device).state_dict()),
         # MAXFL's reference rounds (each client alone) pass the same screen as the epochs
-        train=lambda starts, lr, epoch: screen.train(backend.train(starts, lr, epoch), starts, []),
+        train=lambda starts, lr, epoch: screen.accepted_training(
+            backend.train(starts, lr, epoch), starts, []
+        ),
     )
     scheme = make_scheme(cfg.scheme, cfg)
     scheme.setup(server)
@@ -298,7 +300,7 @@ def run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen) -> tuple
     plan = scheme.plan(t, server)
     # a scheme whose every model may be taken up by others (cluster models) has no loner
     shared = None if scheme.models_shared else plan.groups
-    results = screen.train(backend.train(plan.start, lr, t), plan.start, shared)
+    results = screen.accepted_training(backend.train(plan.start, lr, t), plan.start, shared)
     # missing: planned but silent or rejected, or left out of the plan for a probe
     missing = set(server.active) - set(results)
     plan = plan.without(missing)
@@ -306,7 +308,7 @@ def run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen) -> tuple
     if scheme.aggregator.kind != "mean":  # the honest majority's direction, for disputes
         scheme.aggregator.reference = round_reference([r.update for r in results.values()])
     server.states.update(scheme.aggregate(t, server, plan, results))
-    tested = screen.errors(
+    tested = screen.accepted_errors(
         backend.evaluate({i: server.states[i] for i in server.active if i not in missing})
     )
     entry = history_entry(t, lr, server.active, plan, results, tested, missing)

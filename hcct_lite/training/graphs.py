@@ -1,8 +1,8 @@
 """Local SGD with each step's forward and backward pass replayed as one CUDA graph.
 
 A Digit client takes 3 steps per local epoch, each of dozens of small kernels: a process
-alone on a GPU spends most of its time launching them (with graphs, a Digit run alone
-trains 2.6 times faster on an H100; results/README.md). :class:`GraphedSGDTrainer` records
+alone on a GPU spends most of its time launching them (what graphs gain is measured by
+``benchmarks/bench_gpu_steps.py``; results/README.md). :class:`GraphedSGDTrainer` records
 a step (forward, loss, backward, the batch's statistics) once per batch size and replays
 it, so a step is a few launches. The SGD update stays eager, the very call of
 :class:`~hcct_lite.training.local.SGDTrainer`, and the graph runs the same kernels, so a run

@@ -203,7 +203,7 @@ def seed_global_stream(seed: int, device) -> None:
     """Seed torch's global stream on the CPU (and on ``device`` when it is a GPU).
 
     ``torch.manual_seed`` also queues a seed for every CUDA device, which on a CUDA build
-    without a GPU records a stack trace each call (~11 ms, and a queue that only grows).
+    without a GPU records a stack trace each call (slow, and a queue that only grows).
     """
     torch.random.default_generator.manual_seed(seed)
     if torch.device(device).type == "cuda":

@@ -136,9 +136,9 @@ def compute_fingerprint() -> str:
 def source_fingerprint(packages: tuple | None = None) -> str:
     """SHA-1 (hex) of the code of hcct_lite's ``packages`` (None: the whole package).
 
-    Each file's path and :func:`code_text`, in sorted order. Computed once per process
-    (about 0.1 s for the compute packages, asked for every run and every stored file): the
-    code a process runs is the code it imported.
+    Each file's path and :func:`code_text`, in sorted order. Computed once per process (it
+    reads every file, and is asked for every run and every stored file): the code a process
+    runs is the code it imported.
     """
     h = hashlib.sha1()
     root = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..schemes.robust import l2_norm, norm_reference
+from ..schemes.robust import l2_norm, norm_bound
 
 __all__ = [
     "Rejected",
@@ -25,7 +25,6 @@ __all__ = [
     "train_problem",
     "update_problem",
     "update_norm",
-    "norm_outliers",
 ]
 
 log = logging.getLogger("hcct_lite")
@@ -48,8 +47,8 @@ def _finite(x) -> bool:
 def _sums(tensors) -> list:
     """Each tensor's sum, in one host sync.
 
-    A finite sum means every entry is finite (NaN and Inf propagate through a sum), at a
-    few microseconds where ``isfinite(t).all()`` takes a hundred; only a non-finite sum
+    A finite sum means every entry is finite (NaN and Inf propagate through a sum), with
+    no boolean copy of each tensor as ``isfinite(t).all()`` makes; only a non-finite sum
     (an overflow, or a real NaN/Inf) needs the exact check.
     """
     if not tensors:
@@ -94,8 +93,8 @@ def update_problem(update: Mapping) -> str | None:
     """Why an update cannot enter a partition or an average (non-finite values), or None.
 
     An all-zero update is not refused: an honest client whose model did not move (dead
-    ReLUs, say) sends one; HCCT keeps such a client alone (:func:`~hcct_lite.partition.
-    updates.all_zero`).
+    ReLUs, say) sends one; HCCT keeps such a client alone
+    (:func:`~hcct_lite.partition.updates.all_zero`).
     """
     flat = getattr(update, "flat", None)  # a FlatUpdate: one tensor for all its entries
     values = [flat] if isinstance(flat, torch.Tensor) else list(update.values())
@@ -131,34 +130,16 @@ def update_norm(update) -> float:
     return l2_norm([flat] if isinstance(flat, torch.Tensor) else update.values())
 
 
-def norm_outliers(norms: dict, limit: float) -> list:
-    """The keys of ``norms`` whose value exceeds ``limit`` times their reference.
-
-    The reference is :func:`~hcct_lite.schemes.robust.norm_reference`'s: the median, of
-    two the smaller. With ``limit >= 2`` fewer than half of three or more keys can be
-    outliers: every outlier lies above the median, and in an even round the upper middle
-    value cannot exceed twice the mean of the two middle values. Of two, at most the
-    longer one.
-    """
-    ref, _ = norm_reference(norms)
-    return [i for i, norm in norms.items() if norm > limit * ref]
-
-
 class ReplyScreen:
     """Checks a run's replies and keeps the rejections.
 
     Parameters
     ----------
     sizes : (N,) samples each silo declared at enrolment
-    norm_limit : the robust norm rule's factor (0: off). After the per-reply checks, a
-        reply whose update is longer than ``norm_limit`` times the median norm of the
-        round's accepted updates, and also longer than that per local SGD step, and that
-        is to be averaged with others, is rejected too. The median is the round's, so
-        fewer than half of three or more replies can ever be rejected by the rule: never
-        the honest majority's. Of two replies the shorter is the reference (:func:`norm_outliers`).
-    steps : (N,) local SGD steps of each silo per epoch (default 1 each): the per-step test
-        keeps a silo with more data, whose honest update is longer, from being refused, and
-        the plain one a silo with few steps, whose update per step is longer
+    norm_limit : the norm rule's factor (0: off): a reply that passes the per-reply checks
+        and is to be averaged with others is rejected where its update is longer than its
+        :func:`~hcct_lite.schemes.robust.norm_bound` limit
+    steps : (N,) local SGD steps of each silo per epoch (default 1 each), for the limit
 
     Attributes
     ----------
@@ -177,7 +158,7 @@ class ReplyScreen:
         self.rejected.append({"client": int(client), "epoch": self.epoch, "reason": reason})
         log.warning("epoch %d: reply of client %d rejected: %s", self.epoch, client, reason)
 
-    def train(self, results: dict, starts: dict, groups=None) -> dict:
+    def accepted_training(self, results: dict, starts: dict, groups=None) -> dict:
         """The training replies that are usable; the others are rejected (client missing).
 
         Replies that pass the per-reply checks then pass the norm rule (``norm_limit``) if
@@ -203,28 +184,24 @@ class ReplyScreen:
 
     def _norm_rule(self, results: dict, shared) -> dict:
         # every accepted reply is evidence of an honest norm, a loner's too; only those to
-        # be averaged with others are judged, and only when long both as they stand and per
-        # local step: a silo with many steps has a long honest update, a silo with few a
-        # long one per step
+        # be averaged with others are judged
         raw = {i: update_norm(r.update) for i, r in results.items()}
-        per_step = {i: n / self.steps[i] for i, n in raw.items()}
-        (ref, word), (ref_step, _) = norm_reference(raw), norm_reference(per_step)
-        limit = self.norm_limit
-        long_both = set(norm_outliers(raw, limit)) & set(norm_outliers(per_step, limit))
-        for i in list(raw):
-            if i not in long_both or (shared is not None and i not in shared):
+        bound = norm_bound(list(raw.values()), [self.steps[i] for i in raw], self.norm_limit)
+        ref, ref_step = bound.reference, bound.per_step_reference
+        for (i, norm), limit in zip(list(raw.items()), bound.limits, strict=True):
+            if norm <= limit or (shared is not None and i not in shared):
                 continue
-            ratio = f"{raw[i] / ref:.3g} times" if ref > 0 else "above 0, while"
+            ratio = f"{norm / ref:.3g} times" if ref > 0 else "above 0, while"
             self.reject(
                 i,
-                f"update norm {raw[i]:.3g} is {ratio} the round's {word} {ref:.3g}, and "
-                f"{per_step[i] / max(ref_step, 1e-300):.3g} times it per local step "
-                f"(norm rule: at most {limit:g} times)",
+                f"update norm {norm:.3g} is {ratio} the round's {bound.basis} {ref:.3g}, and "
+                f"{norm / self.steps[i] / max(ref_step, 1e-300):.3g} times it per local step "
+                f"(norm rule: at most {self.norm_limit:g} times)",
             )
             del results[i]
         return results
 
-    def errors(self, tested: dict) -> dict:
+    def accepted_errors(self, tested: dict) -> dict:
         """Test errors (in %) that are finite and in [0, 100]; the others are rejected."""
         ok = {}
         for i, e in tested.items():
@@ -236,7 +213,7 @@ class ReplyScreen:
                 self.reject(i, f"test error {e!r} is not a number in [0, 100]")
         return ok
 
-    def probe(self, probe):
+    def checked_probe(self, probe):
         """Wrap ``probe(i, state)``: a bad answer counts as no answer (None)."""
 
         def checked(i, state):
