@@ -95,10 +95,16 @@ grade: venv
 	@test -n "$(SUBMISSIONS)" || { echo 'name the notebooks: make grade SUBMISSIONS="hand-ins/*.ipynb"'; exit 1; }
 	$(BIN)/python tools/assessment.py grade classroom/instructor/06_assessment-autograder.zip $(SUBMISSIONS) --csv $(GRADES)
 
-# Refresh the outputs nbval checks, then strip every other output (small diffs).
+# Refresh the outputs nbval checks, then strip every other output (small diffs) with
+# nbstripout: a cell keeps its outputs when its metadata says keep_output (the cells marked
+# NBVAL_CHECK_OUTPUT, tests/test_stripped_notebooks.py checks both ways), cell ids stay,
+# and editor state goes. The pre-commit hook runs the same options.
+NBSTRIPOUT_ARGS := --keep-id --extra-keys "metadata.vscode metadata.toc metadata.celltoolbar \
+  metadata.varInspector cell.metadata.editable cell.metadata.deletable cell.metadata.slideshow \
+  cell.metadata.vscode cell.metadata.jp-MarkdownHeadingCollapsed"
 notebooks: venv
 	HCCT_MODE=quick MPLBACKEND=Agg $(BIN)/jupyter nbconvert --to notebook --execute $(EXEC_TIMEOUT) --inplace notebooks/*.ipynb
-	$(BIN)/python tools/strip_notebooks.py notebooks/*.ipynb
+	$(BIN)/nbstripout $(NBSTRIPOUT_ARGS) notebooks/*.ipynb
 
 lab: venv
 	$(BIN)/jupyter lab notebooks/
