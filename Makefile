@@ -61,18 +61,17 @@ reproduce: venv
 report: venv
 	$(BIN)/python -c "from hcct_lite.reproduction.report import write_report; write_report()"
 
-EXEC_TIMEOUT := --ExecutePreprocessor.timeout=$(CELL_TIMEOUT)
+# Notebooks run outside the tests through tools/notebook_exec.py (nbclient): a fresh kernel
+# in the notebook's folder, HCCT_MODE as --mode says; a cell that fails or runs past
+# CELL_TIMEOUT seconds stops the run, the notebook and cell named.
+EXEC := $(BIN)/python tools/notebook_exec.py --timeout $(CELL_TIMEOUT)
 
 # Save every figure the notebooks draw to figures/ (the committed ones): all notebooks in
 # shipped mode, then notebook 4 in quick mode for the figure grids not shipped yet
 # (those files end in -quick).
 figures: venv
-	for nb in notebooks/*.ipynb; do \
-	  HCCT_MODE=shipped HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg \
-	  $(BIN)/jupyter nbconvert --to notebook --execute $(EXEC_TIMEOUT) --stdout "$$nb" > /dev/null || exit 1; \
-	done
-	HCCT_MODE=quick HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg \
-	  $(BIN)/jupyter nbconvert --to notebook --execute $(EXEC_TIMEOUT) --stdout notebooks/04_experiments.ipynb > /dev/null
+	HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg $(EXEC) --mode shipped notebooks/*.ipynb
+	HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg $(EXEC) --mode quick notebooks/04_experiments.ipynb
 
 # The book: the notebooks executed in shipped mode, built by Sphinx (MyST-NB, Sphinx Book
 # Theme) into site/, offline: a table of contents, previous/next, search, local MathJax.
@@ -103,7 +102,7 @@ NBSTRIPOUT_ARGS := --keep-id --extra-keys "metadata.vscode metadata.toc metadata
   metadata.varInspector cell.metadata.editable cell.metadata.deletable cell.metadata.slideshow \
   cell.metadata.vscode cell.metadata.jp-MarkdownHeadingCollapsed"
 notebooks: venv
-	HCCT_MODE=quick MPLBACKEND=Agg $(BIN)/jupyter nbconvert --to notebook --execute $(EXEC_TIMEOUT) --inplace notebooks/*.ipynb
+	MPLBACKEND=Agg $(EXEC) --mode quick --inplace notebooks/*.ipynb
 	$(BIN)/nbstripout $(NBSTRIPOUT_ARGS) notebooks/*.ipynb
 
 lab: venv
