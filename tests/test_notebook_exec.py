@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from notebook_exec import NotebookError, cell_timeout, execute, main  # noqa: E402
 
 KERNEL = {"kernelspec": {"name": "python3", "display_name": "Python 3"}}
-SHOW = "import os\nprint(os.environ['HCCT_MODE'], os.environ.get('EXTRA'), os.getcwd())"
+SHOW = "import os\nprint(os.environ['HCCT_MODE'], os.environ.get('EXTRA'), os.getcwd(), sep='\\n')"
 
 
 def _notebook(*sources):
@@ -30,7 +30,8 @@ def test_a_notebook_runs_in_its_mode_folder_and_environment(tmp_path, monkeypatc
     # the mode given wins over the caller's HCCT_MODE, which stays as it was
     monkeypatch.setenv("HCCT_MODE", "full")
     nb = execute(_notebook(SHOW), mode="quick", cwd=tmp_path, env={"EXTRA": "x"})
-    assert _text(nb.cells[1]).split() == ["quick", "x", str(tmp_path)]
+    mode, extra, cwd = _text(nb.cells[1]).splitlines()
+    assert (mode, extra) == ("quick", "x") and Path(cwd).resolve() == tmp_path.resolve()
     assert nb.cells[1].execution_count == 1
     assert os.environ["HCCT_MODE"] == "full" and "EXTRA" not in os.environ
 
