@@ -61,18 +61,17 @@ reproduce: venv
 report: venv
 	$(BIN)/python -c "from hcct_lite.reproduction.report import write_report; write_report()"
 
-EXEC_TIMEOUT := --ExecutePreprocessor.timeout=$(CELL_TIMEOUT)
+# Notebooks run outside the tests through tools/notebook_exec.py (nbclient): a fresh kernel
+# in the notebook's folder, HCCT_MODE as --mode says; a cell that fails or runs past
+# CELL_TIMEOUT seconds stops the run, the notebook and cell named.
+EXEC := $(BIN)/python tools/notebook_exec.py --timeout $(CELL_TIMEOUT)
 
 # Save every figure the notebooks draw to figures/ (the committed ones): all notebooks in
 # shipped mode, then notebook 4 in quick mode for the figure grids not shipped yet
 # (those files end in -quick).
 figures: venv
-	for nb in notebooks/*.ipynb; do \
-	  HCCT_MODE=shipped HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg \
-	  $(BIN)/jupyter nbconvert --to notebook --execute $(EXEC_TIMEOUT) --stdout "$$nb" > /dev/null || exit 1; \
-	done
-	HCCT_MODE=quick HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg \
-	  $(BIN)/jupyter nbconvert --to notebook --execute $(EXEC_TIMEOUT) --stdout notebooks/04_experiments.ipynb > /dev/null
+	HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg $(EXEC) --mode shipped notebooks/*.ipynb
+	HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg $(EXEC) --mode quick notebooks/04_experiments.ipynb
 
 # The book: the notebooks executed in shipped mode, built by Sphinx (MyST-NB, Sphinx Book
 # Theme) into site/, offline: a table of contents, previous/next, search, local MathJax.
@@ -95,10 +94,16 @@ grade: venv
 	@test -n "$(SUBMISSIONS)" || { echo 'name the notebooks: make grade SUBMISSIONS="hand-ins/*.ipynb"'; exit 1; }
 	$(BIN)/python tools/assessment.py grade classroom/instructor/06_assessment-autograder.zip $(SUBMISSIONS) --csv $(GRADES)
 
-# Refresh the outputs nbval checks, then strip every other output (small diffs).
+# Refresh the outputs nbval checks, then strip every other output (small diffs) with
+# nbstripout: a cell keeps its outputs when its metadata says keep_output (the cells marked
+# NBVAL_CHECK_OUTPUT, tests/test_stripped_notebooks.py checks both ways), cell ids stay,
+# and editor state goes. The pre-commit hook runs the same options.
+NBSTRIPOUT_ARGS := --keep-id --extra-keys "metadata.vscode metadata.toc metadata.celltoolbar \
+  metadata.varInspector cell.metadata.editable cell.metadata.deletable cell.metadata.slideshow \
+  cell.metadata.vscode cell.metadata.jp-MarkdownHeadingCollapsed"
 notebooks: venv
-	HCCT_MODE=quick MPLBACKEND=Agg $(BIN)/jupyter nbconvert --to notebook --execute $(EXEC_TIMEOUT) --inplace notebooks/*.ipynb
-	$(BIN)/python tools/strip_notebooks.py notebooks/*.ipynb
+	MPLBACKEND=Agg $(EXEC) --mode quick --inplace notebooks/*.ipynb
+	$(BIN)/nbstripout $(NBSTRIPOUT_ARGS) notebooks/*.ipynb
 
 lab: venv
 	$(BIN)/jupyter lab notebooks/

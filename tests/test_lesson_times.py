@@ -7,7 +7,16 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
-from lesson_times import formulas, minutes, output_words, sections, words  # noqa: E402
+from lesson_times import (  # noqa: E402
+    formulas,
+    main,
+    minutes,
+    output_words,
+    run_timed,
+    seconds,
+    sections,
+    words,
+)
 
 
 def test_words_count_prose_and_the_symbols_of_inline_maths():
@@ -39,3 +48,34 @@ def test_sections_add_up_words_outputs_maths_figures_checks_and_seconds_per_head
     assert rows[1] == ("First", 7, 1, 1, 1, 3.0)  # First four five, one two, tail words
     assert rows[2] == ("Second", 2, 0, 0, 0, 0.0)
     assert minutes(300, 2, 2, 60.0) == 3 + 3 + 3 + 1
+
+
+def test_a_cell_runs_for_the_seconds_its_kernel_recorded():
+    cell = nbformat.v4.new_code_cell("x")
+    cell.metadata["execution"] = {
+        "iopub.execute_input": "2026-01-01T10:00:00.250000Z",
+        "shell.execute_reply": "2026-01-01T10:00:02.000000Z",
+    }
+    assert seconds(cell) == 1.75
+    # not run: a markdown cell, a cell of an untimed run, a cell whose run broke off
+    assert seconds(nbformat.v4.new_markdown_cell("# x")) == 0.0
+    assert seconds(nbformat.v4.new_code_cell("x")) == 0.0
+    del cell.metadata["execution"]["shell.execute_reply"]
+    assert seconds(cell) == 0.0
+
+
+def test_a_notebook_is_run_in_shipped_mode_and_timed_cell_by_cell(tmp_path, capsys):
+    sleep = "import os, time\ntime.sleep(0.5)\nprint(os.environ['HCCT_MODE'])"
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("## Wait"), nbformat.v4.new_code_cell(sleep)],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    )
+    nbformat.write(nb, tmp_path / "x.ipynb")
+    (_, zero), (code, secs) = run_timed(tmp_path / "x.ipynb")
+    assert zero == 0.0 and 0.5 <= secs < 60 and code.outputs[0]["text"] == "shipped\n"
+    nb.cells[1].source = "1 / 0"
+    nbformat.write(nb, tmp_path / "x.ipynb")
+    assert main([str(tmp_path / "x.ipynb")]) == 1
+    assert "x.ipynb (HCCT_MODE=shipped), cell 1 ('1 / 0'): raised ZeroDivisionError" in (
+        capsys.readouterr().err
+    )

@@ -1,19 +1,12 @@
-"""Helpers the notebooks call: motivating example, paper tables, charts, notebook stripping."""
-
-import sys
-from pathlib import Path
+"""Helpers the notebooks call: motivating example, paper tables, charts."""
 
 import matplotlib
 
 matplotlib.use("Agg")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
 import matplotlib.pyplot as plt  # noqa: E402
-import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from nbformat.v4 import new_code_cell, new_notebook, new_output  # noqa: E402
-from strip_notebooks import strip_notebook  # noqa: E402
 
 from hcct_lite.reproduction.motivating_example import (  # noqa: E402
     PATTERNS,
@@ -154,21 +147,3 @@ def test_settings_dir_depends_on_settings():
     a = settings_dir("runs/x", epochs=2, seeds=[0])
     assert a == settings_dir("runs/x", seeds=[0], epochs=2)
     assert a != settings_dir("runs/x", epochs=3, seeds=[0]) and a.startswith("runs/x-")
-
-
-def test_strip_keeps_only_checked_outputs(tmp_path):
-    out = new_output("stream", name="stdout", text="42\n")
-    nb = new_notebook(
-        cells=[
-            new_code_cell("# NBVAL_CHECK_OUTPUT\nprint(42)", outputs=[out], execution_count=1),
-            new_code_cell("print(1)", outputs=[out], execution_count=2),
-        ]
-    )
-    nb.cells[1].metadata.update(exercise=2, alt="a figure", scrolled=True)
-    nb.metadata["widgets"] = {"state": {}}
-    strip_notebook(nb)
-    assert nb.cells[0].outputs[0]["text"] == "42\n" and nb.cells[1].outputs == []
-    assert nb.cells[1].execution_count is None and "widgets" not in nb.metadata
-    # what the classroom kit and the figures' text alternatives read stays, the rest goes
-    assert nb.cells[1].metadata == {"exercise": 2, "alt": "a figure"}
-    nbformat.validate(nb)

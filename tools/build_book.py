@@ -3,17 +3,17 @@
 Usage: ``python tools/build_book.py [SITE_DIR]`` (default ``site/``; open ``index.html``).
 
 Each notebook runs top to bottom with ``HCCT_MODE=shipped`` (the paper-scale results in
-``results/``: seconds, no training); Sphinx with MyST-NB and the Sphinx Book Theme turns
-the executed notebooks into a book: a table of contents, previous/next links, a search
-box, every figure with its text alternative (cell metadata ``alt``). Maths is typeset in
-the reader's browser by a local copy of MathJax 2 (from the PyPI package
-``jupyter-server-mathjax``) copied into the site: nothing is fetched at build or read time.
+``results/``: seconds, no training; ``tools/notebook_exec.py``); Sphinx with MyST-NB and
+the Sphinx Book Theme turns the executed notebooks into a book: a table of contents,
+previous/next links, a search box, every figure with its text alternative (cell metadata
+``alt``). Maths is typeset in the reader's browser by a local copy of MathJax 2 (from the
+PyPI package ``jupyter-server-mathjax``) copied into the site: nothing is fetched at build
+or read time.
 The book is what a student may read: the exercises' solutions are not in it.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -21,9 +21,9 @@ import tempfile
 from pathlib import Path
 
 import nbformat
-from nbconvert.preprocessors import ExecutePreprocessor
+from notebook_exec import AS_SHOWN, NotebookError, execute
 
-__all__ = ["execute", "figure_descriptions", "prepare", "build"]
+__all__ = ["figure_descriptions", "prepare", "build"]
 
 ROOT = Path(__file__).resolve().parents[1]
 MATHJAX = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
@@ -88,24 +88,6 @@ def mathjax_source() -> Path:
     return Path(jupyter_server_mathjax.__file__).parent / "static"
 
 
-def execute(nb, cwd: Path, timeout: int, env: dict):
-    """Run every cell of ``nb`` in a kernel started in ``cwd`` with ``env`` added.
-
-    The kernel inherits this process's environment, so ``env`` is set for the run and the
-    caller's environment restored after. ``timeout``: seconds per cell.
-    """
-    saved = dict(os.environ)
-    os.environ.update(env)
-    try:
-        ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(
-            nb, {"metadata": {"path": str(cwd)}}
-        )
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return nb
-
-
 def figure_descriptions(nb, name: str) -> list:
     """The one-line description (cell metadata ``alt``) of every figure, in page order.
 
@@ -136,19 +118,30 @@ def for_the_book(nb, name: str):
     return nb
 
 
-def prepare(src: Path, notebooks: list, timeout: int = 600) -> list:
-    """Write the book's Sphinx sources into ``src``: the executed notebooks, conf, index."""
+def prepare(src: Path, notebooks: list, timeout: int | None = None) -> list:
+    """Write the book's Sphinx sources into ``src``: the executed notebooks, conf, index.
+
+    ``timeout``: seconds per cell (default ``HCCT_CELL_TIMEOUT``, else 600). A cell that
+    fails stops the build (``SystemExit``), naming the notebook and the cell.
+    """
     src.mkdir(parents=True, exist_ok=True)
     shutil.copytree(mathjax_source(), src / "_static" / "mathjax", dirs_exist_ok=True)
-    env = {
-        "HCCT_MODE": "shipped",
-        "HCCT_STATIC_WIDGETS": "1",  # a picture and a note, not a blank widget
-        # figures inline in the page (MPLBACKEND=Agg, as tests set it, would draw none)
-        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-    }
     for notebook in notebooks:
         print(f"executing {notebook.name} (shipped mode)", flush=True)
-        nb = execute(nbformat.read(notebook, as_version=4), notebook.parent, timeout, env)
+        nb = nbformat.read(notebook, as_version=4)
+        try:
+            # figures inline in the page (MPLBACKEND=Agg, as tests set it, would draw none),
+            # each slider a picture and a note, not a blank widget
+            execute(
+                nb,
+                mode="shipped",
+                cwd=notebook.parent,
+                name=str(notebook),
+                timeout=timeout,
+                env=AS_SHOWN,
+            )
+        except (NotebookError, ValueError) as err:
+            raise SystemExit(str(err)) from None
         nbformat.write(for_the_book(nb, notebook.name), src / notebook.name)
     (src / "conf.py").write_text(CONF.format(mathjax=MATHJAX))
     pages = "\n".join(n.stem for n in notebooks)

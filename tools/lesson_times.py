@@ -18,14 +18,12 @@ that asks for code and 4 for one answered by reading or a single call.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
-import time
+from datetime import datetime
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
+from notebook_exec import AS_SHOWN, NotebookError, execute_file
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS_PER_MINUTE, MINUTES_PER_FIGURE, MINUTES_PER_FORMULA = 100, 1.5, 1.5
@@ -56,20 +54,21 @@ def output_words(cell) -> int:
     return out
 
 
+def seconds(cell) -> float:
+    """The seconds a cell ran: from the kernel's receiving it to its reply, as nbclient
+    records them in the cell's metadata ``execution``; 0 for a cell not run (markdown)."""
+    times = cell.metadata.get("execution", {})
+    start, end = times.get("iopub.execute_input"), times.get("shell.execute_reply")
+    if not (start and end):
+        return 0.0
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
 def run_timed(path: Path) -> list:
-    """Execute ``path`` in shipped mode; return the notebook's cells with ``seconds`` each."""
-    nb = nbformat.read(path, as_version=4)
-    # the inline backend records each figure as an output (Agg would record none)
-    inline = "module://matplotlib_inline.backend_inline"
-    os.environ.update(HCCT_MODE="shipped", MPLBACKEND=inline, HCCT_STATIC_WIDGETS="1")
-    client = NotebookClient(nb, timeout=600, resources={"metadata": {"path": str(path.parent)}})
-    seconds = []
-    with client.setup_kernel():
-        for i, cell in enumerate(nb.cells):
-            start = time.perf_counter()
-            client.execute_cell(cell, i)
-            seconds.append(time.perf_counter() - start)
-    return list(zip(nb.cells, seconds, strict=True))
+    """Execute ``path`` in shipped mode (figures recorded, sliders as pictures); return the
+    notebook's cells with ``seconds`` each."""
+    nb = execute_file(path, mode="shipped", env=AS_SHOWN)
+    return [(cell, seconds(cell)) for cell in nb.cells]
 
 
 def sections(cells) -> list:
@@ -104,7 +103,11 @@ def main(argv=None) -> int:
     paths = [Path(a) for a in args] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     head = f"  {'section':<52} {'words':>5} {'maths':>5} {'figs':>4} {'checks':>6} {'run s':>6}"
     for path in paths:
-        rows = sections(run_timed(path))
+        try:
+            rows = sections(run_timed(path))
+        except (NotebookError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
         print(f"\n{path.name}\n{head} {'min':>5}")
         for title, n_words, n_maths, figures, checks, secs in rows:
             print(f"  {title[:52]:<52} {n_words:>5} {n_maths:>5} {figures:>4} {checks:>6} "

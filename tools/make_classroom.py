@@ -24,7 +24,6 @@ outputs kept (what nbval checks), not executed: ``make test`` runs these.
 from __future__ import annotations
 
 import copy
-import os
 import re
 import shutil
 import sys
@@ -32,8 +31,7 @@ from pathlib import Path
 
 import nbformat
 from assessment import autograder_zip, build_assessment, write_kit
-from build_book import execute
-from nbconvert.preprocessors import CellExecutionError
+from notebook_exec import AS_SHOWN, NotebookError, execute
 
 __all__ = ["solutions_of", "student_edition", "instructor_edition", "main"]
 
@@ -43,10 +41,6 @@ EXERCISES = "## Exercises"
 ASSESSMENT = "06_assessment.ipynb"
 AUTOGRADER = "06_assessment-autograder.zip"
 NOTE = "The solutions are not in this notebook"
-# the kernel's inline backend records every figure as an output (Agg would record none)
-INLINE = "module://matplotlib_inline.backend_inline"
-# seconds per cell (HCCT_CELL_TIMEOUT overrides): a hung kernel fails, the cell named
-CELL_TIMEOUT = int(os.environ.get("HCCT_CELL_TIMEOUT", "600"))
 BLOCK = re.compile(r"^## Exercise (\d+)\n+```python\n(.*?)\n```", re.S | re.M)
 
 
@@ -123,12 +117,12 @@ def instructor_edition(nb, solutions: list, name: str = "notebook"):
 
 
 def _execute(nb, name: str, cwd: Path):
+    # figures and sliders' starting pictures as outputs; seconds per cell from
+    # HCCT_CELL_TIMEOUT (default 600): a hung kernel fails, the cell named
     try:
-        # a slider's starting picture, not a widget that shows nothing without a kernel
-        env = {"HCCT_MODE": "shipped", "MPLBACKEND": INLINE, "HCCT_STATIC_WIDGETS": "1"}
-        return execute(nb, cwd, CELL_TIMEOUT, env)
-    except (CellExecutionError, TimeoutError) as err:
-        raise SystemExit(f"{name}: a cell failed in shipped mode:\n{str(err)[:2000]}") from None
+        return execute(nb, mode="shipped", cwd=cwd, name=name, env=AS_SHOWN)
+    except (NotebookError, ValueError) as err:
+        raise SystemExit(str(err)) from None
 
 
 def _notebooks(paths: list) -> list:
