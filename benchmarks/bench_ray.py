@@ -24,8 +24,9 @@ import sys
 import tempfile
 import time
 
+from hcct_lite.runs.jobs import Job
 from hcct_lite.runs.ray_cluster import RayOptions
-from hcct_lite.runs.runner import Job, run_jobs
+from hcct_lite.runs.runner import run_jobs
 
 
 def _jobs(runs: int, epochs: int) -> list:

@@ -87,8 +87,7 @@ _TEACHING = {
         "protocol_table", "per_client_rows", "setup_table", "domain_cosines", "ablation_summary",
     ],
     "hcct_lite.runs.reading": ["by_scheme", "epoch_groups"],
-    "hcct_lite.runs.runner": ["first_updates"],
-    "hcct_lite.lessons.gradient_similarity": ["label_mix_similarity"],
+    "hcct_lite.lessons.gradient_similarity": ["label_mix_similarity", "first_updates"],
     "hcct_lite.partition.updates": ["cosine_matrix"],
     "hcct_lite.partition.merge_steps": [
         "merge_steps", "pair_benefits", "break_even_alpha", "benefit_parts", "pair_benefit_parts",

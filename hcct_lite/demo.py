@@ -69,7 +69,8 @@ def _save(fig, out, name):
 
 def training_demo(out: str, runs: str, seeds) -> None:
     """Run every scheme on rotated-digits; print Table IV/V layouts and save a chart."""
-    from .runs.runner import run_grid, save_tables
+    from .runs.results import save_tables
+    from .runs.runner import run_grid
 
     print(
         f"Task {TASK}: 8 clients, rotations 0/90/180/270 degrees (clients 2k and 2k+1 "

@@ -43,6 +43,24 @@ def test_reproduce_takes_quiet(capsys):
     assert capsys.readouterr().out.splitlines()[-1].startswith("0 of 12 runs to run")
 
 
+@pytest.mark.parametrize(
+    "extra, said",
+    [(["--deadline", "300"], "--deadline needs --device cuda without --ray"),
+     (["--run-log", "runs.jsonl"], "--run-log needs --device cuda"),
+     (["--memory-gb", "40", "--device", "cuda", "--ray", "local"], "--memory-gb needs --device"),
+     (["--deadline", "nan", "--device", "cuda"], "deadline must be a number of seconds > 0"),
+     (["--deadline", "-5", "--device", "cuda"], "deadline must be a number of seconds > 0"),
+     (["--memory-gb", "inf", "--device", "cuda"], "memory_gb must be a number of GB > 0"),
+     (["--run-log", "/proc/no/such.jsonl", "--device", "cuda"], "--run-log")],
+)  # fmt: skip
+def test_the_gpu_queues_options_are_refused_where_no_queue_runs(capsys, tmp_path, extra, said):
+    args = ["reproduce", "--grids", "fixed-k-rotated", "--quiet", "--out", str(tmp_path)]
+    assert main(args + extra) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1, err
+    assert not list(tmp_path.iterdir())  # refused before any run
+
+
 def test_a_failed_ray_run_names_its_ray_node():
     node = {"host": "gpu-7", "ip": "10.0.0.7", "ray_node_id": "8d1f0c"}
     assert where(node) == "node gpu-7 (10.0.0.7, Ray node 8d1f0c)"

@@ -7,6 +7,8 @@ admits by is then its estimate alone), with runs a few seconds long.
 import json
 import os
 
+import pytest
+
 from hcct_lite.reproduction.paper_grids import grid_jobs
 from hcct_lite.runs.gpu_queue import (
     QueueOptions,
@@ -15,7 +17,7 @@ from hcct_lite.runs.gpu_queue import (
     run_and_measure,
     run_queue,
 )
-from hcct_lite.runs.jobs import Job, job_path
+from hcct_lite.runs.jobs import Job, Outcome, job_path
 
 TINY = {"epochs": 1, "n_clients": 4, "samples": 40}
 
@@ -32,7 +34,8 @@ def test_longer_runs_come_first_whatever_their_grid():
 def test_memory_estimate_grows_with_clients_and_learns_from_measured_peaks():
     small, big = (Job("g", f"n{n}", "digit", "hcct", 0, {"n_clients": n}) for n in (10, 50))
     assert memory_estimate(big, {}) > memory_estimate(small, {}) > 1.5
-    assert memory_estimate(big, {"digit_cnn": 0.1}) == 1.5 + 50 * 0.1
+    assert memory_estimate(big, {}) == 3.5 + 50 * 0.29  # the peaks measured on a card
+    assert memory_estimate(big, {"digit_cnn": 0.1}) == 3.5 + 50 * 0.1
     cifar = Job("g", "c", "cifar10", "hcct", 0, {})
     assert memory_estimate(cifar, {}) < memory_estimate(small, {})  # a smaller network
 
@@ -59,9 +62,17 @@ def test_queue_writes_every_run_retries_a_failure_once_and_logs_each(tmp_path):
 def test_a_deadline_leaves_runs_that_cannot_finish_unstarted(tmp_path):
     jobs = [Job("g", f"s{seed}", "rotated-digits", "hcct", seed, dict(TINY)) for seed in range(3)]
     opts = QueueOptions(workers=1, memory_gb=8.0, deadline=0.01)
-    left = run_queue(jobs, str(tmp_path), "cpu", opts, lambda m: None)
+    # a run of a second: a loaded machine's slow run must not be cut off a minute later
+    left = run_queue(jobs, str(tmp_path), "cpu", opts, lambda m: None, work=_a_second)
     # the first run starts (no time measured yet), and shows the others cannot end in time
     assert len(left) == 2 and all(name.endswith("(not started)") for name in left)
+
+
+def _a_second(job, out, device):  # a run's outcome as run_and_measure gives it
+    import time
+
+    time.sleep(1.0)
+    return Outcome(job, 12.5, 1.0), 0.0
 
 
 def _dies_on_bad(job, out, device):  # a worker killed mid-run (the OS's OOM killer, say)
@@ -92,3 +103,16 @@ def test_no_run_starts_after_the_deadline_even_before_any_has_ended(tmp_path):
     left = run_queue([bad], str(tmp_path), "cpu", opts, said.append)
     assert left == ["g/bad-seed0 (not started)"]  # its retry: the deadline had passed
     assert sum(m.startswith("start") for m in said) == 1
+
+
+@pytest.mark.parametrize(
+    "kw, name",
+    [({"workers": 0}, "workers"), ({"workers": 2.5}, "workers"), ({"workers": True}, "workers"),
+     ({"workers": "8"}, "workers"), ({"memory_gb": 0}, "memory_gb"),
+     ({"memory_gb": float("nan")}, "memory_gb"), ({"memory_gb": "80"}, "memory_gb"),
+     ({"deadline": -1.0}, "deadline"), ({"deadline": float("inf")}, "deadline"),
+     ({"deadline": True}, "deadline")],
+)  # fmt: skip
+def test_queue_options_refuse_what_cannot_be_a_count_memory_or_time(kw, name):
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        QueueOptions(**kw)

@@ -191,15 +191,15 @@ def test_a_star_import_loads_no_teaching_module():
 
 
 def test_the_runs_cache_is_keyed_on_the_code(monkeypatch):
-    from hcct_lite.runs import runner
+    from hcct_lite.runs import store
 
-    a = runner.settings_dir("runs/x", epochs=2)
-    assert a == runner.settings_dir("runs/x", epochs=2)
-    monkeypatch.setattr(runner, "code_fingerprint", lambda: "changed!")
-    assert runner.settings_dir("runs/x", epochs=2) != a
+    a = store.settings_dir("runs/x", epochs=2)
+    assert a == store.settings_dir("runs/x", epochs=2)
+    monkeypatch.setattr(store, "code_fingerprint", lambda: "changed!")
+    assert store.settings_dir("runs/x", epochs=2) != a
 
 
 def test_code_fingerprint_is_a_stable_short_hash():
-    from hcct_lite.runs.runner import code_fingerprint
+    from hcct_lite.runs.store import code_fingerprint
 
     assert code_fingerprint() == code_fingerprint() and len(code_fingerprint()) == 8

@@ -16,7 +16,7 @@ from hcct_lite.reproduction.motivating_example import (  # noqa: E402
 )
 from hcct_lite.reproduction.paper import TABLE_II, TABLE_III_ALPHA, TABLE_IV, TABLE_V  # noqa: E402
 from hcct_lite.reproduction.report_tables import beside_paper  # noqa: E402
-from hcct_lite.runs.runner import settings_dir  # noqa: E402
+from hcct_lite.runs.store import settings_dir  # noqa: E402
 from hcct_lite.training.config import make_config, parse_partition  # noqa: E402
 from hcct_lite.training.tasks import available_source  # noqa: E402
 from hcct_lite.viz.charts import (  # noqa: E402

@@ -16,8 +16,10 @@ ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from hcct_lite.cli import main  # noqa: E402
+from hcct_lite.runs.gpu_queue import gpu_share, memory_estimate  # noqa: E402
+from hcct_lite.runs.jobs import Job, job_path  # noqa: E402
 from hcct_lite.runs.ray_cluster import RayOptions, ray_environment  # noqa: E402
-from hcct_lite.runs.runner import Job, job_path, run_jobs  # noqa: E402
+from hcct_lite.runs.runner import run_jobs  # noqa: E402
 from hcct_lite.runs.store import load_result  # noqa: E402
 
 # Ray's nodes start slowly on a loaded two-core machine: give them room.
@@ -147,11 +149,17 @@ def test_ray_flags_need_ray(capsys, tmp_path):
 def test_gpu_shares_follow_the_device_and_the_task():
     job = _jobs("g", 1, (0,), ("hcct",))[0]
     assert RayOptions().gpus(job, "cpu") == 0.0
-    assert RayOptions().gpus(job, "cuda") == 0.05  # rotated digits: a small CNN
+    # rotated digits: a small CNN, by the prior from its weights (2 GB of 80)
+    assert (
+        RayOptions().gpus(job, "cuda") == gpu_share(job) == round(memory_estimate(job, {}) / 80, 3)
+    )
+    assert 0.01 < gpu_share(job) < 0.05
     assert RayOptions(gpus_per_run=0.5).gpus(job, "cuda:0") == 0.5
     digit = Job("g", "n50", "digit", "hcct", 0, {"n_clients": 50})
     assert RayOptions().gpus(digit, "cuda") == 0.225  # 18 GB of an 80 GB card: 4 at once
     assert RayOptions().gpus(Job("g", "n10", "digit", "hcct", 0), "cuda") == 0.08
+    huge = Job("g", "n400", "digit", "hcct", 0, {"n_clients": 400})  # 120 GB: the whole card
+    assert RayOptions().gpus(huge, "cuda") == 1.0
     with pytest.raises(ValueError, match="--gpus-per-run"):
         RayOptions(gpus_per_run=2.0)
 

@@ -133,7 +133,7 @@ def test_unknown_grid_is_named():
 
 
 def test_provenance_records_the_thread_count_that_reproduces_a_run():
-    from hcct_lite.runs.runner import provenance
+    from hcct_lite.training.provenance import provenance
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

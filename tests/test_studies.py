@@ -12,8 +12,9 @@ from hcct_lite.reproduction.figure_checks import (
     incoming_curves,
 )
 from hcct_lite.reproduction.report_tables import ablation_summary
-from hcct_lite.runs.results import read_results
-from hcct_lite.runs.runner import Job, job_path, run_jobs
+from hcct_lite.runs.jobs import Job, job_path
+from hcct_lite.runs.reading import read_results
+from hcct_lite.runs.runner import run_jobs
 
 
 def _runs(tmp_path, variants, **common):

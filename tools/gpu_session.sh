@@ -21,8 +21,10 @@ smi=$!
 
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 left=$((deadline - ($(date +%s) - t0)))
-timeout $((left + 20)) python3 tools/gpu_grids.py --grids "$@" --workers "${WORKERS:-13}" \
-  --deadline "$left" --log "$out/runs.jsonl" ${GRID_ARGS:-} 2>&1 | tee "$out/grid.log"
+# shellcheck disable=SC2086  # GRID_ARGS is meant to split
+timeout $((left + 80)) python3 -m hcct_lite.cli reproduce --grids "$@" --device cuda \
+  --workers "${WORKERS:-13}" --deadline "$left" --run-log "$out/runs.jsonl" --reuse-older \
+  --quiet --no-report ${GRID_ARGS:-} 2>&1 | tee "$out/grid.log"
 kill $smi 2> /dev/null
 find results -name '*.json' -newer /tmp/gpu-session-start -print0 \
   | tar czf "$out/results.tgz" --null -T -

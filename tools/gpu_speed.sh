@@ -32,9 +32,9 @@ echo "bench done after $(($(date +%s) - t0)) s"
 if [ "$grid_seconds" -gt 0 ]; then
   scratch=/tmp/scratch-$task
   mkdir -p "$scratch"
-  timeout $((grid_seconds + 60)) python3 tools/gpu_grids.py --grids "schemes-$task" \
-    --out "$scratch" --workers 9 --deadline "$grid_seconds" --cuda-graphs --norm-limit 0 \
-    --log "$out/runs-$task.jsonl" 2>&1 | tail -30
+  timeout $((grid_seconds + 60)) python3 -m hcct_lite.cli reproduce --grids "schemes-$task" \
+    --device cuda --out "$scratch" --workers 9 --deadline "$grid_seconds" --cuda-graphs \
+    --norm-limit 0 --run-log "$out/runs-$task.jsonl" --quiet --no-report 2>&1 | tail -30
   tar czf "$out/scratch-$task.tgz" -C "$scratch" .
   echo "grid done after $(($(date +%s) - t0)) s"
 fi

@@ -28,6 +28,24 @@ def _ray(args):
     return RayOptions(address, args.gpus_per_run, args.ray_startup_wait)
 
 
+def _queue(args):
+    """The GPU queue's :class:`~hcct_lite.runs.gpu_queue.QueueOptions`, or None unless asked."""
+    asked = [(f, v) for f, v in (("--deadline", args.deadline), ("--run-log", args.run_log),
+                                  ("--memory-gb", args.memory_gb)) if v is not None]  # fmt: skip
+    if not asked:
+        return None
+    if not str(args.device).startswith("cuda") or args.ray is not None:
+        raise ValueError(f"{asked[0][0]} needs --device cuda without --ray (the GPU queue)")
+    from ..runs.gpu_queue import QueueOptions
+
+    if args.run_log is not None:
+        from ..runs.store import check_output_path
+
+        check_output_path(args.run_log, what="--run-log")
+    return QueueOptions(workers=args.workers, memory_gb=args.memory_gb,
+                        deadline=args.deadline, log=args.run_log)  # fmt: skip
+
+
 def _capability(args):
     """The CPU kernels to pin: None for the machine's own or for a GPU run."""
     if args.cpu_capability in (None, "machine") or getattr(args, "device", "cpu") != "cpu":
@@ -118,6 +136,7 @@ def _reproduce(args) -> int:
         cpu_capability=_capability(args),
         ray=_ray(args),
         dry_run=args.dry_run,
+        queue=_queue(args),
     )
     if not args.no_report and not args.dry_run:
         from ..reproduction.report import write_report
@@ -220,7 +239,8 @@ def _flower_sim(args) -> int:
 
 
 def _compare(args) -> int:
-    from ..runs.runner import run_grid, save_tables
+    from ..runs.results import save_tables
+    from ..runs.runner import run_grid
 
     overrides = _settings(args)
     schemes = list(SCHEMES) if args.schemes == ["all"] else args.schemes

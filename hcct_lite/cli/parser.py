@@ -272,6 +272,20 @@ def _gpu_options(rep) -> None:
         help="with --batched-clients on a GPU: tf32 matrix products, or bf16 activations with "
         "channels_last (default: torch's own arithmetic)",
     )
+    rep.add_argument(
+        "--deadline",
+        type=float,
+        help="with --device cuda: start no run after this many seconds, nor one expected to end "
+        "after them (a lease of a few minutes ends with whole results; rerun to resume)",
+    )
+    rep.add_argument(
+        "--run-log",
+        help="with --device cuda: append one JSON line per finished or failed run (start, end, "
+        "runs in flight, expected and peak memory)",
+    )
+    rep.add_argument(
+        "--memory-gb", type=float, help="with --device cuda: GPU memory to fill (default 92%%)"
+    )
 
 
 def _store_options(p, capability) -> None:

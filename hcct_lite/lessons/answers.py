@@ -28,8 +28,8 @@ __all__ = ["ANSWERS", "break_even_with"]
 @functools.cache
 def _first_updates(mode_name: str):
     """Notebook 01's updates and sizes: its quick set-up, or CIFAR-10 in full mode."""
-    from ..runs.runner import first_updates
     from ..training.config import make_config
+    from .gradient_similarity import first_updates
     from .modes import task_settings
 
     mode = Mode(mode_name) if mode_name == "full" else Mode("quick")

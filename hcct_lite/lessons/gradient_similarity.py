@@ -1,7 +1,8 @@
-"""The key assumption behind HCCT's utility, measured.
+"""The key assumption behind HCCT's utility, measured, and the updates HCCT first sees.
 
 Clients whose label distributions differ more should have less similar updates (the
-paper's stand-in for Theorem 1's divergence).
+paper's stand-in for Theorem 1's divergence); :func:`first_updates` gives the updates
+Algorithm 2 partitions at epoch 1.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ..training.local import SGDTrainer
 from ..training.models import build_model
 from ..training.splits import ClientData, to_float
 
-__all__ = ["label_mix_similarity"]
+__all__ = ["label_mix_similarity", "first_updates"]
 
 
 def label_mix_similarity(n_pairs=40, samples=200, concentration=0.5, lr=0.1, seed=0):
@@ -57,3 +58,27 @@ def label_mix_similarity(n_pairs=40, samples=200, concentration=0.5, lr=0.1, see
         cos[k] = cosine_matrix([res[0].update, res[1].update])[0, 1]
         dist[k] = 0.5 * np.abs(mixes[0] - mixes[1]).sum()
     return dist, cos, float(np.corrcoef(dist, cos)[0, 1])
+
+
+def first_updates(cfg):
+    """Compute the updates HCCT partitions at epoch 1.
+
+    Every client trains one epoch alone from the common initialisation (Algorithm 1's
+    epoch 0).
+
+    Returns
+    -------
+    updates : list of N mappings name -> tensor
+    sizes : numpy.ndarray (N,) D_i
+    clients : list of ClientData
+    """
+    from ..training.engine import LocalBackend, init_model, resolve_device
+    from ..training.local import clone_state
+    from ..training.tasks import build_clients
+
+    device = resolve_device(cfg.device)
+    model = init_model(cfg, 0, device)
+    init = clone_state(model.state_dict())
+    backend = LocalBackend(cfg, build_clients(cfg), model, device)
+    res = backend.train({i: init for i in range(cfg.n_clients)}, cfg.lr, 0)
+    return [res[i].update for i in range(cfg.n_clients)], backend.sizes, backend.clients

@@ -16,9 +16,10 @@ import numpy as np
 from ..reproduction.motivating_example import PATTERNS, run_patterns
 from ..reproduction.paper_grids import TABLE1_NAMES, grid_jobs
 from ..reproduction.study_grids import STUDY_GRIDS
-from ..runs.reading import by_scheme, complete_seeds, load_grid, variant
-from ..runs.results import read_results
-from ..runs.runner import Job, job_path, run_grid, run_jobs, settings_dir
+from ..runs.jobs import Job, job_path
+from ..runs.reading import by_scheme, complete_seeds, load_grid, read_results, variant
+from ..runs.runner import run_grid, run_jobs
+from ..runs.store import settings_dir
 from ..training.config import SCHEMES
 from .modes import Mode, results_dir, task_settings
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runs.results import read_results
-from ..runs.runner import Job, job_path, run_jobs
+from ..runs.jobs import Job, job_path
+from ..runs.reading import read_results
+from ..runs.runner import run_jobs
 from .paper import TABLE_II
 
 __all__ = [

@@ -13,7 +13,7 @@ SynthDigits are not), and CIFAR-10 on the 12,000-image offline subset.
 
 from __future__ import annotations
 
-from ..runs.runner import Job
+from ..runs.jobs import Job
 from ..training.config import SCHEMES
 from .motivating_example import PATTERNS as MOTIVATING_PATTERNS
 from .study_grids import STUDY_GRIDS, STUDY_PARTS

@@ -13,9 +13,9 @@ import os
 
 import numpy as np
 
+from ..runs.jobs import job_path
 from ..runs.reading import by_scheme, load_grid, variant
 from ..runs.results import format_pm, pm, table3, table4
-from ..runs.runner import job_path
 from ..training.config import SCHEMES
 from .paper import TABLE_II, TABLE_IV, TABLE_V
 from .paper_grids import GRIDS, PATTERNS, TABLE1_NAMES, grid_jobs

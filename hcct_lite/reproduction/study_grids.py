@@ -19,7 +19,7 @@ with 8 clients), whose right groups are known, on a CPU in seconds per run:
 
 from __future__ import annotations
 
-from ..runs.runner import Job
+from ..runs.jobs import Job
 
 __all__ = ["STUDY_GRIDS", "STUDY_PARTS", "SMALL_CLIENTS", "STUDY_ALPHAS", "STUDY_KS"]
 

@@ -1,21 +1,28 @@
 """Many runs sharing one GPU: one queue over every grid, longest first, admitted by memory.
 
-``reproduce --device cuda --workers W`` (and a lease's ``tools/gpu_grids.py``) run their jobs
-through :func:`run_queue`: the same job function and result files as every other runner
+``reproduce --device cuda --workers W`` (with ``--deadline`` and ``--run-log`` on a lease of
+a few minutes, as ``tools/gpu_session.sh`` runs it) runs its jobs through :func:`run_queue`:
+the same job function and result files as every other runner
 (:func:`~hcct_lite.runs.jobs.run_job`, in spawned processes of one torch thread); only
 the order and the admission differ, so that the card neither runs out of memory nor sits
 half idle while a grid's last long runs finish:
 
 - runs go longest first (:func:`job_work`), whatever grid they belong to;
 - a run starts only while the memory the runs in flight are expected to take, plus its own,
-  fits the card (:func:`memory_estimate`: a prior per model, replaced by the largest peak
-  per client measured so far for that model), or alone when nothing is in flight;
+  fits the card (:func:`memory_estimate`: a model's measured peaks or a prior, replaced by
+  the largest peak per client measured so far for that model), or alone when nothing is in
+  flight;
 - a run that fails (out of memory, a worker killed) goes back to the queue once;
 - with a ``deadline``, no run starts after it, nor one whose expected time (from the runs
   finished so far) ends after it, and runs still going a minute after it are stopped.
 
 Each finished or failed run can be logged as one JSON line (name, clients, start, end,
 runs in flight, peak memory), from which results/README.md's utilisation tables come.
+
+The same memory model sizes a run's share of a card on Ray (:func:`gpu_share`), and every
+worker, a pool's or Ray's, hands its cached memory back after each run
+(:func:`release_gpu_cache`). Ray schedules across machines; this queue is what one machine
+without a Ray cluster (a lent GPU machine has no Ray and no internet to install it) runs.
 """
 
 from __future__ import annotations
@@ -30,9 +37,18 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 from ..training.config import make_config
-from .jobs import one_torch_thread, run_job
+from .jobs import Outcome, one_torch_thread, run_job
 
-__all__ = ["QueueOptions", "job_work", "memory_estimate", "run_queue", "card_memory_gb"]
+__all__ = [
+    "QueueOptions",
+    "job_work",
+    "memory_estimate",
+    "gpu_share",
+    "run_queue",
+    "card_memory_gb",
+    "release_gpu_cache",
+    "CARD_GB",
+]
 
 # What a worker holds besides its runs' tensors: the CUDA context, cuDNN's and cuBLAS's
 # workspaces (GB).
@@ -40,6 +56,11 @@ BASE_GB = 1.5
 # Copies of a client's model a run keeps on the card: its state, start, update, gradient,
 # the stacked step's tensors and the aggregation's (GB per client per GB of weights).
 COPIES = 8
+# Peaks measured on a card (an H200, results/README.md): model -> (GB of the run itself,
+# GB per client). Models not here start from a prior (:func:`memory_estimate`).
+MEASURED_GB = {"digit_cnn": (3.5, 0.29)}
+# The card a share of one GPU is sized for when none is here to ask (an H100's 80 GB).
+CARD_GB = 80.0
 
 
 @dataclass
@@ -59,6 +80,18 @@ class QueueOptions:
     deadline: float | None = None
     log: str | None = None
     learned: dict = field(default_factory=dict)  # model -> measured peak GB per client
+
+    def __post_init__(self):
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
+            raise ValueError(f"workers must be a whole number >= 1; got {self.workers!r}")
+        for name in ("memory_gb", "deadline"):
+            value = getattr(self, name)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if value is not None and not (ok and 0 < value < math.inf):
+                raise ValueError(f"{name} must be a number of {_UNITS[name]} > 0; got {value!r}")
+
+
+_UNITS = {"memory_gb": "GB", "deadline": "seconds"}
 
 
 @functools.cache  # asked of every waiting job at every admission
@@ -93,14 +126,41 @@ def _weights(model: str) -> float:
         return sum(p.numel() for p in build_model(model).parameters()) / 1e6
 
 
+def _base_and_per_client(model: str) -> tuple:
+    """GB a run of ``model`` holds itself and per client: measured, else a prior."""
+    prior = COPIES * 4 * _weights(model) / 1000 + 0.03  # 4 bytes per weight; activations
+    return MEASURED_GB.get(model, (BASE_GB, prior))
+
+
 def memory_estimate(job, learned: dict) -> float:
     """GB a run of ``job`` is expected to hold at its peak.
 
-    ``learned``: model -> the largest peak per client measured so far (GB), else a prior.
+    ``learned``: model -> the largest peak per client measured so far (GB, the run's own
+    memory aside), else :data:`MEASURED_GB` or a prior from the model's weights.
     """
     c = _cfg(job)
-    prior = COPIES * 4 * _weights(c.model) / 1000 + 0.03  # 4 bytes per weight; activations
-    return BASE_GB + c.n_clients * learned.get(c.model, prior)
+    base, per_client = _base_and_per_client(c.model)
+    return base + c.n_clients * learned.get(c.model, per_client)
+
+
+def gpu_share(job, card_gb: float = CARD_GB) -> float:
+    """The share of one card of ``card_gb`` GB that a run of ``job`` is expected to fill.
+
+    In (0, 1]: :func:`memory_estimate` over the card's memory, a run larger than the card
+    asking for all of it.
+    """
+    return min(1.0, max(round(memory_estimate(job, {}) / card_gb, 3), 0.001))
+
+
+def release_gpu_cache(device) -> None:
+    """Hand the memory torch's allocator keeps back to the card; nothing to do off CUDA.
+
+    A worker lives on after a run: memory its allocator kept would be counted twice.
+    """
+    import torch
+
+    if torch.device(device).type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def card_memory_gb(device: str = "cuda") -> float:
@@ -119,7 +179,7 @@ def card_memory_gb(device: str = "cuda") -> float:
 
 
 def run_and_measure(job, out, device) -> tuple:
-    """``run_job``, its peak GPU memory (GB), and the worker's cached memory handed back.
+    """``(run_job's Outcome, peak GPU memory in GB)``, the worker's cached memory handed back.
 
     A pool worker lives on after its run: memory its allocator kept would be counted twice.
     """
@@ -131,10 +191,9 @@ def run_and_measure(job, out, device) -> tuple:
         torch.cuda.reset_peak_memory_stats(dev)
     try:
         done = run_job(job, out, device)
-        return (*done, torch.cuda.max_memory_reserved(dev) / 1e9 if on_gpu else 0.0)
+        return done, torch.cuda.max_memory_reserved(dev) / 1e9 if on_gpu else 0.0
     finally:
-        if on_gpu:
-            torch.cuda.empty_cache()
+        release_gpu_cache(dev)
 
 
 def run_queue(jobs, out_dir: str, device: str, opts: QueueOptions, say=print,
@@ -242,15 +301,15 @@ def _finished(flight, opts, t0):
             continue
         del flight[name]
         try:
-            _, mean, secs, peak = res.result()
+            done, peak = res.result()
         except Exception as err:  # the worker itself died: the run failed
-            mean, secs, peak = None, f"{type(err).__name__}: {err}", math.nan
-        ok = mean is not None
-        if ok:  # the peak counted whole per client: the CUDA context is not in it
-            per_client = max(peak / _cfg(job).n_clients, 0.01)
-            model = _cfg(job).model
+            done, peak = Outcome(job, reason=f"{type(err).__name__}: {err}"), math.nan
+        ok, mean, secs = done.ok, done.error, done.seconds
+        if ok:  # the run's own memory (the CUDA context is not in the peak) set aside
+            model, n = _cfg(job).model, _cfg(job).n_clients
+            per_client = max((peak - _base_and_per_client(model)[0]) / n, 0.01)
             opts.learned[model] = max(opts.learned.get(model, 0.0), per_client)
         row = dict(name=name, n=_cfg(job).n_clients, start=start, end=time.time() - t0,
                    in_flight=beside, expected_gb=need, peak_gb=peak, ok=ok,
-                   mean=mean, seconds=secs if ok else None)  # fmt: skip
-        yield job, None if ok else secs, row
+                   mean=mean, seconds=secs)  # fmt: skip
+        yield job, done.reason, row

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from ..training.config import make_config
 from ..training.engine import run_experiment
@@ -15,6 +16,8 @@ from .results import write_json
 
 __all__ = [
     "Job",
+    "Outcome",
+    "compare_job",
     "job_path",
     "with_settings",
     "compute_job",
@@ -36,8 +39,35 @@ class Job:
     overrides: dict = field(default_factory=dict, hash=False)
 
 
+class Outcome(NamedTuple):
+    """How one run of a grid ended: written with its mean final error, or not, and why.
+
+    Attributes
+    ----------
+    job : Job
+    error : float or None, the mean final test error (%) of a written run; None if it failed
+    seconds : float or None, the run's training time; None if it failed
+    reason : str or None, why a run failed or stopped (nothing written); None if written
+    """
+
+    job: Job
+    error: float | None = None
+    seconds: float | None = None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run finished and its file was written."""
+        return self.reason is None
+
+
+def compare_job(task: str, scheme: str, seed: int, overrides: dict | None = None) -> Job:
+    """A run of a ``compare`` grid: no grid folder, named ``<task>__<scheme>__seed<seed>``."""
+    return Job("", f"{task}__{scheme}__seed{seed}", task, scheme, seed, dict(overrides or {}))
+
+
 def job_path(out_dir: str, job: Job) -> str:
-    """Where ``job`` writes its result: ``out_dir/<grid>/<name>.json``."""
+    """Where ``job`` writes its result: ``out_dir/<grid>/<name>.json`` (the one path rule)."""
     return os.path.join(out_dir, job.grid, f"{job.name}.json")
 
 
@@ -86,18 +116,17 @@ def compute_job(job: Job, device=None) -> tuple:
     return result, None
 
 
-def store_job(job: Job, out_dir: str, result: dict) -> tuple:
-    """Write ``result`` atomically as ``job``'s file; ``(job, mean final error, seconds)``."""
+def store_job(job: Job, out_dir: str, result: dict) -> Outcome:
+    """Write ``result`` atomically as ``job``'s file; its :class:`Outcome`."""
     write_json(job_path(out_dir, job), result)
-    return job, result["final"]["mean"], result["timing"]["seconds"]
+    return Outcome(job, result["final"]["mean"], result["timing"]["seconds"])
 
 
-def run_job(job: Job, out_dir: str, device=None) -> tuple:
+def run_job(job: Job, out_dir: str, device=None) -> Outcome:
     """Run ``job`` and write its JSON atomically under ``out_dir``; never raises for the run.
 
-    ``device`` None keeps the job's own. Returns ``(job, mean final error, seconds)`` for a
-    written run, or ``(job, None, reason)`` for one that failed or stopped (nothing written,
-    so a grid reruns it).
+    ``device`` None keeps the job's own. The :class:`Outcome` of a run that failed or
+    stopped has its reason and nothing is written, so a grid reruns it.
     """
     result, why = compute_job(job, device)
-    return (job, None, why) if result is None else store_job(job, out_dir, result)
+    return Outcome(job, reason=why) if result is None else store_job(job, out_dir, result)

@@ -22,27 +22,14 @@ import socket
 from dataclasses import dataclass
 
 from ..training.provenance import CPU_KERNELS
-from .jobs import Job, compute_job, one_torch_thread, store_job
+from .jobs import Job, Outcome, compute_job, one_torch_thread, store_job
 
 __all__ = ["RayOptions", "ray_runs", "connect", "check_reachable", "ray_environment",
-           "RAY_STARTUP_WAIT", "GPUS_PER_RUN", "digit_gpu_share", "plain_ray_logs",
-           "where"]  # fmt: skip
+           "RAY_STARTUP_WAIT", "plain_ray_logs", "where"]  # fmt: skip
 
 # Seconds Ray waits for a node to start (Ray's own default, 10-30 s, is short on a loaded
 # two-core machine); HCCT_RAY_STARTUP_WAIT overrides it.
 RAY_STARTUP_WAIT = 60.0
-
-# A CUDA run's default share of one GPU, sized by memory for an 80 GB card (H100): a Digit
-# run holds about 3.5 + 0.29 N GB (measured on an H200, results/README.md), the others are
-# small networks. Ray's shares only schedule: they do not limit a run's memory.
-CARD_GB = 80.0
-GPUS_PER_RUN = {"cifar10": 0.1, "fmnist": 0.05, "rotated-digits": 0.05}
-DEFAULT_GPUS_PER_RUN = 0.125
-
-
-def digit_gpu_share(n_clients: int) -> float:
-    """A Digit run's share of an 80 GB card by its measured memory, 3.5 + 0.29 N GB."""
-    return min(1.0, round((3.5 + 0.29 * n_clients) / CARD_GB, 3))
 
 
 @dataclass(frozen=True)
@@ -56,7 +43,10 @@ class RayOptions:
         ``"auto"`` joins the cluster already running here (``ray start --head``);
         ``"host:port"`` joins that cluster's head.
     gpus_per_run : float or None
-        A CUDA run's share of one GPU (0 < share <= 1); None: :data:`GPUS_PER_RUN` by task.
+        A CUDA run's share of one GPU (0 < share <= 1); None: the share its expected
+        memory fills of an 80 GB card (:func:`~hcct_lite.runs.gpu_queue.gpu_share`, the
+        memory model the single-machine queue admits runs by). Ray's shares only
+        schedule: they do not limit a run's memory.
         CPU runs ask for no GPU.
     startup_wait : float or None
         Seconds Ray waits for a node to start; None: ``HCCT_RAY_STARTUP_WAIT`` or
@@ -84,11 +74,9 @@ class RayOptions:
             return 0.0
         if self.gpus_per_run is not None:
             return self.gpus_per_run
-        if job.task == "digit":
-            from ..training.tasks import TASKS
+        from .gpu_queue import gpu_share
 
-            return digit_gpu_share(job.overrides.get("n_clients", TASKS["digit"]["n_clients"]))
-        return GPUS_PER_RUN.get(job.task, DEFAULT_GPUS_PER_RUN)
+        return gpu_share(job)
 
 
 MAX_STARTUP_WAIT = 86_400  # a day: past it a typo, not a slow machine
@@ -208,16 +196,21 @@ def _node() -> dict:
 
 def _remote_run(job: Job, device) -> tuple:
     """One run inside a Ray worker: ``(result or None, reason or None, node)``."""
+    from .gpu_queue import release_gpu_cache
+
     one_torch_thread()
     node = _node()
-    result, why = compute_job(job, device)
+    try:
+        result, why = compute_job(job, device)
+    finally:  # Ray reuses its workers: what the allocator kept would be counted twice
+        release_gpu_cache(device or job.overrides.get("device", "cpu"))
     if result is not None:
         result["provenance"]["node"] = node
     return result, why, node
 
 
 def ray_runs(jobs, out_dir: str, device, options: RayOptions, cpu_capability=None):
-    """Run ``jobs`` as Ray tasks; yield ``(job, mean error, seconds)`` or ``(job, None, why)``.
+    """Run ``jobs`` as Ray tasks; yield each one's :class:`~hcct_lite.runs.jobs.Outcome`.
 
     The cluster is started or joined here, before the first job (so a bad address is an
     error at once). As each run finishes, in the order they finish, its file is written
@@ -268,12 +261,12 @@ def _results(ray, jobs, out_dir, device, options, cpu_capability):
         ray.shutdown()
 
 
-def _collect(ray, job: Job, ref, out_dir: str) -> tuple:
-    """A finished task's outcome; its result written when it has one."""
+def _collect(ray, job: Job, ref, out_dir: str) -> Outcome:
+    """A finished task's :class:`~hcct_lite.runs.jobs.Outcome`; its result written if any."""
     try:
         result, why, node = ray.get(ref)
     except ray.exceptions.RayError as err:  # its node died more often than Ray may retry
-        return job, None, f"{type(err).__name__}: {str(err).strip().splitlines()[0]}"
+        return Outcome(job, reason=f"{type(err).__name__}: {str(err).strip().splitlines()[0]}")
     if result is None:
-        return job, None, f"on {where(node)}: {why}"
+        return Outcome(job, reason=f"on {where(node)}: {why}")
     return store_job(job, out_dir, result)

@@ -18,6 +18,7 @@ from .results import seed_stats
 from .store import load_result
 
 __all__ = [
+    "read_results",
     "load_grid",
     "variant",
     "complete_seeds",
@@ -25,6 +26,14 @@ __all__ = [
     "epoch_groups",
     "group_labels",
 ]
+
+
+def read_results(paths) -> list:
+    """The results stored at ``paths``, in order, each checked whole.
+
+    Raises ``ValueError`` naming a file that is not a complete, well-formed result.
+    """
+    return [load_result(p) for p in paths]
 
 
 def load_grid(out_dir: str, grid: str) -> list:

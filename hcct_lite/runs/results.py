@@ -15,9 +15,8 @@ import numpy as np
 from .files import write_text
 
 __all__ = [
-    "result_path",
+    "save_tables",
     "write_json",
-    "read_results",
     "table3",
     "table4",
     "to_markdown",
@@ -26,11 +25,6 @@ __all__ = [
     "pm",
     "seed_stats",
 ]
-
-
-def result_path(out_dir: str, task: str, scheme: str, seed: int) -> str:
-    """The file of one run of a ``compare`` grid."""
-    return os.path.join(out_dir, f"{task}__{scheme}__seed{seed}.json")
 
 
 def write_json(path: str, obj) -> None:
@@ -42,15 +36,6 @@ def write_json(path: str, obj) -> None:
     """
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     write_text(path, json.dumps(obj, indent=1))
-
-
-def read_results(paths) -> list:
-    """Load result JSON files, in order."""
-    out = []
-    for p in paths:
-        with open(p) as f:
-            out.append(json.load(f))
-    return out
 
 
 def _by(results, *keys):
@@ -142,3 +127,34 @@ def tables(results, schemes, tasks):
     t3 = _rows3(table3(results), schemes, tasks)
     t4 = {t: _rows4(table4(results), schemes, t) for t in tasks}
     return t3, t4
+
+
+def save_tables(results, schemes, tasks, out_dir, stem="tables") -> str:
+    """Print-ready text of Table IV and Table V; also saved as ``<stem>.md`` and CSVs."""
+    (h3, r3), t4 = tables(results, schemes, tasks)
+    md = [
+        "## Table IV: mean test error (%) over clients, mean ± std over seeds",
+        "",
+        to_markdown(h3, r3),
+    ]
+    text = [
+        "Table IV layout: mean test error (%) over clients, mean ± std over seeds",
+        to_text(h3, r3),
+    ]
+    os.makedirs(out_dir, exist_ok=True)
+    write_text(os.path.join(out_dir, f"{stem}_schemes.csv"), to_csv(h3, r3))
+    for t, (h4, r4) in t4.items():
+        md += [
+            "",
+            f"## Table V ({t}): test error (%) over clients, averaged over seeds",
+            "",
+            to_markdown(h4, r4),
+        ]
+        text += [
+            "",
+            f"Table V layout ({t}): test error (%) over clients, averaged over seeds",
+            to_text(h4, r4),
+        ]
+        write_text(os.path.join(out_dir, f"{stem}_per_client_{t}.csv"), to_csv(h4, r4))
+    write_text(os.path.join(out_dir, f"{stem}.md"), "\n".join(md) + "\n")
+    return "\n".join(text)

@@ -6,28 +6,13 @@ import os
 
 from ..training.config import SCHEMES, make_config
 from ..training.engine import run_experiment
-from ..training.provenance import kernel_env, provenance, source_fingerprint
-from .files import write_text
-from .jobs import Job, compute_job, job_path, one_torch_thread, run_job, store_job
-from .results import read_results, result_path, tables, to_csv, to_markdown, write_json
+from ..training.provenance import KERNEL_VARIABLES, kernel_env
+from .jobs import compare_job, job_path, one_torch_thread, run_job
+from .reading import read_results
+from .results import write_json
 from .store import OTHER_CODE, clean_temp_files, reuse_decision
 
-__all__ = [
-    "Job",
-    "run_one",
-    "run_jobs",
-    "run_job",
-    "compute_job",
-    "store_job",
-    "pending_jobs",
-    "one_torch_thread",
-    "run_grid",
-    "job_path",
-    "provenance",
-    "save_tables",
-    "first_updates",
-    "code_fingerprint",
-]
+__all__ = ["run_one", "run_jobs", "run_grid", "pending_jobs", "check_cpu_capability"]
 
 
 def run_one(task, scheme, seed, json_path=None, progress=True, cpu_capability=None,
@@ -75,11 +60,7 @@ def run_grid(
     Returns the results in (scheme, seed) order (none for a dry run).
     """
     schemes = list(SCHEMES) if schemes in (None, "all", ["all"]) else list(schemes)
-    jobs = [
-        Job("", f"{task}__{s}__seed{seed}", task, s, seed, dict(overrides))
-        for s in schemes
-        for seed in seeds
-    ]
+    jobs = [compare_job(task, s, seed, overrides) for s in schemes for seed in seeds]
     run_jobs(
         jobs,
         out_dir,
@@ -93,82 +74,7 @@ def run_grid(
     )
     if dry_run:
         return []
-    return read_results([result_path(out_dir, j.task, j.scheme, j.seed) for j in jobs])
-
-
-def save_tables(results, schemes, tasks, out_dir, stem="tables") -> str:
-    """Print-ready text of Table IV and Table V; also saved as ``<stem>.md`` and CSVs."""
-    from .results import to_text
-
-    (h3, r3), t4 = tables(results, schemes, tasks)
-    md = [
-        "## Table IV: mean test error (%) over clients, mean ± std over seeds",
-        "",
-        to_markdown(h3, r3),
-    ]
-    text = [
-        "Table IV layout: mean test error (%) over clients, mean ± std over seeds",
-        to_text(h3, r3),
-    ]
-    os.makedirs(out_dir, exist_ok=True)
-    write_text(os.path.join(out_dir, f"{stem}_schemes.csv"), to_csv(h3, r3))
-    for t, (h4, r4) in t4.items():
-        md += [
-            "",
-            f"## Table V ({t}): test error (%) over clients, averaged over seeds",
-            "",
-            to_markdown(h4, r4),
-        ]
-        text += [
-            "",
-            f"Table V layout ({t}): test error (%) over clients, averaged over seeds",
-            to_text(h4, r4),
-        ]
-        write_text(os.path.join(out_dir, f"{stem}_per_client_{t}.csv"), to_csv(h4, r4))
-    write_text(os.path.join(out_dir, f"{stem}.md"), "\n".join(md) + "\n")
-    return "\n".join(text)
-
-
-def first_updates(cfg):
-    """Compute the updates HCCT partitions at epoch 1.
-
-    Every client trains one epoch alone from the common initialisation (Algorithm 1's
-    epoch 0).
-
-    Returns
-    -------
-    updates : list of N mappings name -> tensor
-    sizes : numpy.ndarray (N,) D_i
-    clients : list of ClientData
-    """
-    from ..training.engine import LocalBackend, init_model, resolve_device
-    from ..training.local import clone_state
-    from ..training.tasks import build_clients
-
-    device = resolve_device(cfg.device)
-    model = init_model(cfg, 0, device)
-    init = clone_state(model.state_dict())
-    backend = LocalBackend(cfg, build_clients(cfg), model, device)
-    res = backend.train({i: init for i in range(cfg.n_clients)}, cfg.lr, 0)
-    return [res[i].update for i in range(cfg.n_clients)], backend.sizes, backend.clients
-
-
-def code_fingerprint() -> str:
-    """Short hash of the package's code (comments and docstrings aside)."""
-    return source_fingerprint()[:8]
-
-
-def settings_dir(base: str, **settings) -> str:
-    """Return ``base`` plus a short hash of ``settings`` and of the code.
-
-    Cached runs are then reused only for the same settings and the same code: a cache
-    made by an older version of the package is never read back silently.
-    """
-    import hashlib
-    import json
-
-    key = json.dumps(settings, sort_keys=True, default=str) + code_fingerprint()
-    return f"{base}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+    return read_results([job_path(out_dir, j) for j in jobs])
 
 
 def _serial(args) -> object:
@@ -199,6 +105,7 @@ def run_jobs(
     cpu_capability: str | None = None,
     ray=None,
     dry_run: bool = False,
+    queue=None,
 ) -> int:
     """Run every job whose file cannot be reused, in ``workers`` processes; return how many.
 
@@ -217,8 +124,9 @@ def run_jobs(
     ``ray`` (a :class:`~hcct_lite.runs.ray_cluster.RayOptions`) runs each job as a Ray task
     instead, on this machine or a cluster, each result written here as it arrives;
     ``workers`` is then the cluster's business. On a GPU (``device`` cuda) with ``workers``
-    > 1 the runs of every grid share the card in one queue, longest first, admitted by
-    memory (:func:`~hcct_lite.runs.gpu_queue.run_queue`).
+    > 1, or with ``queue`` (a :class:`~hcct_lite.runs.gpu_queue.QueueOptions`: a deadline,
+    a log, the memory to fill), the runs of every grid share the card in one queue, longest
+    first, admitted by memory (:func:`~hcct_lite.runs.gpu_queue.run_queue`).
     """
     log = log or (lambda _msg: None)
     if workers < 1:
@@ -228,10 +136,11 @@ def run_jobs(
         log(f"{len(todo)} of {len(jobs)} runs to run, {len(jobs) - len(todo)} reused (dry run: "
             "nothing run or written)")  # fmt: skip
         return len(todo)
-    if todo and ray is None and str(device).startswith("cuda") and workers > 1:
+    on_gpu = ray is None and str(device).startswith("cuda")
+    if todo and on_gpu and (workers > 1 or queue is not None):
         from .gpu_queue import QueueOptions, run_queue
 
-        failed = run_queue(todo, out_dir, device, QueueOptions(workers=workers), say=log)
+        failed = run_queue(todo, out_dir, device, queue or QueueOptions(workers=workers), log)
         if failed:
             raise RuntimeError(f"{len(failed)} run(s) failed: " + "; ".join(failed))
         return len(todo)
@@ -250,13 +159,13 @@ def run_jobs(
         done = _serial(args)
     failed = []
     try:
-        for job, err, secs in _progress(done, len(todo), progress):
-            name = os.path.join(job.grid, job.name).lstrip("/")
-            if err is None:
-                failed.append(f"{name}: {secs}")
-                log(f"FAILED {name}: {secs}")
+        for o in _progress(done, len(todo), progress):
+            name = os.path.join(o.job.grid, o.job.name).lstrip("/")
+            if not o.ok:
+                failed.append(f"{name}: {o.reason}")
+                log(f"FAILED {name}: {o.reason}")
             else:
-                log(f"done {name}.json: mean test error {err:.2f}% in {secs:.1f} s")
+                log(f"done {name}.json: mean test error {o.error:.2f}% in {o.seconds:.1f} s")
     finally:
         if pool is not None:
             pool.terminate()
@@ -268,7 +177,7 @@ def run_jobs(
     return len(todo)
 
 
-def _run_job_args(args) -> tuple:
+def _run_job_args(args):
     return run_job(*args)
 
 
@@ -313,14 +222,18 @@ def _pool(n: int, cpu_capability: str | None):
     if cpu_capability is None:
         return mp.get_context("spawn").Pool(n, initializer=one_torch_thread)
     check_cpu_capability(cpu_capability)
-    before = dict(os.environ)
-    os.environ.clear()  # spawned workers inherit this process's environment
-    os.environ.update(kernel_env(cpu_capability, before))
+    # spawned workers inherit this process's environment, and torch reads the kernel
+    # variables when it is imported: set them for the spawn only, the rest untouched
+    pinned = kernel_env(cpu_capability, {})
+    before = {k: os.environ.get(k) for k in {*KERNEL_VARIABLES, *pinned}}
+    for k in KERNEL_VARIABLES:
+        os.environ.pop(k, None)
+    os.environ.update(pinned)
     try:
         return mp.get_context("spawn").Pool(n, initializer=one_torch_thread)
     finally:
-        os.environ.clear()
-        os.environ.update(before)
+        for k, v in before.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
 
 
 def check_cpu_capability(capability: str) -> None:

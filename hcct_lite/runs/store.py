@@ -16,7 +16,7 @@ import stat
 import tempfile
 import time
 
-from ..training.provenance import compute_version
+from ..training.provenance import compute_version, source_fingerprint
 from .files import output_problem
 from .results import write_json
 from .schema import config_problem, result_problem
@@ -35,6 +35,8 @@ __all__ = [
     "KNOWN_CODE",
     "migrate_result",
     "migrate_folder",
+    "settings_dir",
+    "code_fingerprint",
 ]
 
 # write_json's temporary files; one older than a minute belongs to a killed write
@@ -352,3 +354,21 @@ def migrate_folder(folder: str, dry_run: bool = False, log=print) -> dict:
             if not why.startswith("complete"):
                 log(f"{os.path.join(grid, name)}: {why}")
     return counts
+
+
+def code_fingerprint() -> str:
+    """Short hash of the package's code (comments and docstrings aside)."""
+    return source_fingerprint()[:8]
+
+
+def settings_dir(base: str, **settings) -> str:
+    """Return ``base`` plus a short hash of ``settings`` and of the code.
+
+    Cached runs are then reused only for the same settings and the same code: a cache
+    made by an older version of the package is never read back silently.
+    """
+    import hashlib
+    import json
+
+    key = json.dumps(settings, sort_keys=True, default=str) + code_fingerprint()
+    return f"{base}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
