@@ -9,7 +9,8 @@ ifneq ($(wildcard ../shared/data),)
 export HCCT_DATA_DIR ?= $(abspath ../shared/data)
 endif
 
-.PHONY: demo test lint bench venv clean figures notebooks lab reproduce report book classroom grade
+.PHONY: demo test lint bench venv clean figures notebooks lab reproduce report book classroom grade \
+	flower-next
 
 venv: $(VENV)/.installed
 
@@ -40,6 +41,22 @@ test: venv
 	$(BIN)/python tools/make_classroom.py --solved build/solved
 	HCCT_MODE=quick MPLBACKEND=Agg $(BIN)/python -m pytest -rs $(XDIST) tests build/solved $(NBVAL)
 	HCCT_MODE=shipped MPLBACKEND=Agg $(BIN)/python -m pytest $(XDIST) notebooks $(NBVAL)
+
+# The Flower tests against Flower's next release (its nightly build, flwr-nightly) in an
+# environment of their own, .venv-flower-next: the package pins Flower to the range its
+# tests pass on (hcct_lite/deploy/flower_internals.py), and this says before a release what
+# breaks. The first run installs the package's dependencies there (torch included; e.g.
+# FLOWER_NEXT_PIP="--extra-index-url https://download.pytorch.org/whl/cpu" for a CPU torch).
+FLOWER_NEXT := .venv-flower-next
+FLOWER_NEXT_PIP ?=
+FLOWER_TESTS ?= tests/test_flower_*.py tests/test_silo_*.py tests/test_local_files.py
+flower-next:
+	test -x $(FLOWER_NEXT)/bin/python || $(PYTHON) -m venv $(FLOWER_NEXT)
+	$(FLOWER_NEXT)/bin/python -m pip install --quiet --upgrade pip
+	$(FLOWER_NEXT)/bin/python -m pip install --quiet $(FLOWER_NEXT_PIP) -e . pytest hypothesis "opacus>=1.5"
+	$(FLOWER_NEXT)/bin/python -m pip install --quiet --upgrade --pre "flwr-nightly[simulation]"
+	$(FLOWER_NEXT)/bin/python -c 'import flwr; print("Flower", flwr.__version__)'
+	MPLBACKEND=Agg $(FLOWER_NEXT)/bin/python -m pytest -rs -p no:cacheprovider $(FLOWER_TESTS)
 
 lint: venv
 	$(BIN)/ruff check .
@@ -109,4 +126,4 @@ lab: venv
 	$(BIN)/jupyter lab notebooks/
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info site
+	rm -rf $(VENV) $(FLOWER_NEXT) .pytest_cache .hypothesis build *.egg-info site

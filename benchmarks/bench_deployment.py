@@ -29,8 +29,8 @@ import time
 import tomllib
 from pathlib import Path
 
-from hcct_lite.flower.processes import die_with_parent
-from hcct_lite.flower.silo_exec import READY
+from hcct_lite.deploy.processes import die_with_parent
+from hcct_lite.deploy.silo_exec import READY
 
 BIN = Path(sys.executable).parent
 APP = Path(__file__).resolve().parents[1] / "hcct_lite" / "flower" / "app"

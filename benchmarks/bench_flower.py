@@ -24,13 +24,13 @@ MESSAGE = r"""
 import sys, time
 t0 = time.perf_counter()
 from flwr.app import ConfigRecord, Context, Message, RecordDict
-from flwr.supercore.task_identity import TaskIdentity
+from hcct_lite.deploy.flower_internals import set_run_identity
 from hcct_lite.flower.client import make_client_app
 from hcct_lite.flower.common import silo_config_text, to_record
 from hcct_lite.training.config import make_config
 from hcct_lite.training.models import build_model
 t1 = time.perf_counter()
-TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
+set_run_identity(1)
 cfg = make_config(sys.argv[1], "hcct", 0, n_clients=int(sys.argv[2]))
 node = {"partition-id": 0, "cache-dir": sys.argv[3]}
 ctx = Context(run_id=1, node_id=1, node_config=node, state=RecordDict(), run_config={})

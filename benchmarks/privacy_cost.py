@@ -76,9 +76,9 @@ def one_message(sigma: float, batch: int) -> tuple:
     """``(images recovered, histogram L1 error)`` from one message to the real ClientApp."""
     from flwr.app import ConfigRecord, Message, RecordDict
 
+    from hcct_lite.deploy.inline import InlineGrid
     from hcct_lite.flower.client import make_client_app
     from hcct_lite.flower.common import from_record, silo_config_text, to_record
-    from hcct_lite.flower.inline import InlineGrid
 
     cfg = make_config("rotated-digits", "hcct", 0, batch_size=batch)
     clients, model = build_clients(cfg), build_model(cfg.model)

@@ -1,10 +1,14 @@
 """The package's shape: layers that import only downwards, no import cycle, no module
-reaching into another's private names, rooms of a readable size, functions of one screen."""
+reaching into another's private names, rooms of a readable size, functions of one screen,
+Flower's private code in one module of one room, on the Flower range the tests pass on."""
 
 import ast
+import re
+import tomllib
 from pathlib import Path
 
-PKG = Path(__file__).resolve().parents[1] / "hcct_lite"
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "hcct_lite"
 
 
 def _module_name(path: Path) -> str:
@@ -104,7 +108,8 @@ LAYERS = {
     "runs": 3,
     "privacy": 3,
     "reproduction": 4,
-    "flower": 4,
+    "deploy": 4,  # Flower's internals, on the pinned range
+    "flower": 5,  # Flower's public API only
     "lessons": 5,
     "viz": 6,
     "cli": 7,
@@ -162,3 +167,78 @@ def test_no_function_body_over_60_lines():
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _body_lines(fn) > 60
     ]
     assert not long, "function bodies over 60 lines (docstring excluded): " + "; ".join(long)
+
+
+# --- Flower: its public API everywhere, its private code in one module -----------------------
+
+FLOWER_PUBLIC = {"flwr.app", "flwr.clientapp", "flwr.serverapp", "flwr.simulation"}
+FLOWER_INTERNALS = PKG / "deploy" / "flower_internals.py"
+# Flower's private message id (``reply_to_message_id`` is public), or any object's __dict__
+PRIVATE_FIELDS = re.compile(r"(?<![A-Za-z0-9])_message_id|__dict__\[")
+
+
+def _flower_imports(path: Path):
+    """Every Flower module ``path`` imports (lazy imports inside functions included)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        yield from (n for n in names if n == "flwr" or n.startswith("flwr."))
+
+
+def test_flowers_private_code_is_used_in_one_module_only():
+    """Outside ``deploy/flower_internals.py`` only Flower's public modules are imported, and
+    no Flower object's private field is written."""
+    private, pokes = [], []
+    for path in sorted(PKG.rglob("*.py")):
+        if path == FLOWER_INTERNALS:
+            continue
+        rel = path.relative_to(ROOT)
+        private += [f"{rel}: {m}" for m in _flower_imports(path) if m not in FLOWER_PUBLIC]
+        text = path.read_text()
+        pokes += [f"{rel}: {w}" for w in PRIVATE_FIELDS.findall(text)]
+    assert not private, "Flower's private modules outside deploy/flower_internals.py:\n" + (
+        "\n".join(private)
+    )
+    assert not pokes, "Flower's private fields written outside it: " + "; ".join(pokes)
+
+
+def test_the_flower_internals_module_is_where_the_private_code_is():
+    # the rule above would pass on a module that moved elsewhere: this one must be it
+    used = set(_flower_imports(FLOWER_INTERNALS)) - FLOWER_PUBLIC
+    assert {"flwr.supercore.task_identity", "flwr.common.serde"} <= used
+    assert "_message_id" in FLOWER_INTERNALS.read_text()
+
+
+def _requirements(path: Path):
+    """The requirement strings that name Flower in a pyproject.toml or an environment.yml."""
+    if path.suffix == ".toml":
+        project = tomllib.loads(path.read_text()).get("project", {})
+        reqs = list(project.get("dependencies", []))
+        for extra in project.get("optional-dependencies", {}).values():
+            reqs += extra
+    else:  # a conda environment: its pip list, one requirement a line
+        reqs = [line.strip().removeprefix("- ").strip() for line in path.read_text().splitlines()]
+    return [r for r in reqs if re.match(r"flwr\b(?!-)", r)]
+
+
+def test_flower_is_pinned_to_the_tested_range_in_every_file_that_names_it():
+    from hcct_lite.deploy.flower_internals import FLOWER_REQUIREMENT
+
+    files = [ROOT / "pyproject.toml", ROOT / "environment.yml", *PKG.rglob("pyproject.toml")]
+    named = {str(f.relative_to(ROOT)): _requirements(f) for f in files}
+    for top in ("pyproject.toml", "environment.yml"):  # both install Flower, both pin it
+        assert named[top], f"{top} names no Flower requirement"
+    loose = {f: r for f, reqs in named.items() for r in reqs if r != FLOWER_REQUIREMENT}
+    assert not loose, f"Flower requirements other than {FLOWER_REQUIREMENT}: {loose}"
+    # the deployment guide tells a user the range, and how to try the next one
+    assert FLOWER_REQUIREMENT in (ROOT / "docs" / "deploy.md").read_text()
+
+
+def test_the_installed_flower_is_within_the_tested_range():
+    from hcct_lite.deploy.flower_internals import version_problem
+
+    assert version_problem() is None  # make flower-next runs the Flower tests on the next one

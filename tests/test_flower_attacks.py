@@ -1,6 +1,6 @@
 """One silo's crafted replies, through the real ServerApp and ClientApp message handling.
 
-The federation runs in process (:class:`hcct_lite.flower.inline.InlineGrid`, every message
+The federation runs in process (:class:`hcct_lite.deploy.inline.InlineGrid`, every message
 serialized as over the wire): hcct-lite's ClientApp with the poisoning mod of
 ``tests/flower_poison_app`` on one silo, the ServerApp's own
 :func:`~hcct_lite.flower.server.run_on_grid` on the other side.
@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).parent / "flower_poison_app"))
 
 from poison_app import poison  # noqa: E402
 
+from hcct_lite.deploy.inline import InlineGrid  # noqa: E402
 from hcct_lite.flower.client import make_client_app  # noqa: E402
-from hcct_lite.flower.inline import InlineGrid  # noqa: E402
 from hcct_lite.flower.server import REPORTED_BY_SILOS, run_on_grid  # noqa: E402
 from hcct_lite.training.config import make_config  # noqa: E402
 from hcct_lite.training.engine import run_experiment  # noqa: E402

@@ -26,8 +26,8 @@ import pytest
 pytest.importorskip("flwr")
 
 import hcct_lite.flower  # noqa: E402
-from hcct_lite.flower.processes import die_with_parent  # noqa: E402
-from hcct_lite.flower.silo_exec import READY  # noqa: E402
+from hcct_lite.deploy.processes import die_with_parent  # noqa: E402
+from hcct_lite.deploy.silo_exec import READY  # noqa: E402
 
 BIN = Path(sys.executable).parent
 APP = Path(hcct_lite.flower.__file__).parent / "app"

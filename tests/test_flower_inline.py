@@ -8,7 +8,7 @@ pytest.importorskip("flwr")
 from flwr.app import ArrayRecord, ConfigRecord, Message, RecordDict  # noqa: E402
 from flwr.clientapp import ClientApp  # noqa: E402
 
-from hcct_lite.flower.inline import InlineGrid, over_the_wire  # noqa: E402
+from hcct_lite.deploy.inline import InlineGrid, over_the_wire  # noqa: E402
 from hcct_lite.flower.server import send_and_receive  # noqa: E402
 
 
@@ -60,3 +60,41 @@ def test_each_node_keeps_its_context_and_a_raising_silo_replies_with_an_error():
     assert grid.pull_messages([failed.metadata.reply_to_message_id]) == []  # pulled once
     with pytest.raises(ValueError, match="names no node: 9"):
         grid.push_messages([_message(9)])
+
+
+@pytest.mark.parametrize(
+    "version, inside",
+    [
+        ("1.42.0", True),
+        ("1.42.7.post1", True),
+        ("1.43.0.dev20261026", False),  # the nightly of the next release
+        ("1.43.0", False),
+        ("1.41.9", False),
+        ("2.42.0", False),
+        ("1.4", False),  # not 1.40-something: a minor read whole
+        ("nightly", False),
+        ("", False),
+        (None, None),  # the installed one
+    ],
+)
+def test_a_flower_outside_the_tested_range_is_named(version, inside):
+    import flwr
+
+    from hcct_lite.deploy.flower_internals import FLOWER_REQUIREMENT, version_problem
+
+    problem = version_problem(version)
+    if inside is None:
+        inside, version = problem is None, flwr.__version__
+    assert (problem is None) == inside
+    if not inside:
+        assert f"Flower {version} is outside" in problem and FLOWER_REQUIREMENT in problem
+
+
+def test_another_flower_is_warned_about(monkeypatch):
+    import flwr
+
+    from hcct_lite.deploy import flower_internals
+
+    monkeypatch.setattr(flwr, "__version__", "1.43.0.dev20261026")
+    with pytest.warns(UserWarning, match="1.43.0.dev20261026 is outside"):
+        flower_internals.check_flower_version()

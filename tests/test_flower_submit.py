@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from hcct_lite.cli import main
-from hcct_lite.flower.submit import submit_and_wait
+from hcct_lite.deploy.submit import submit_and_wait
 
 
 def fake_flwr(statuses, submitted=True):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from hcct_lite.cli import main
-from hcct_lite.flower.task_journal import TaskJournal, default_folder
+from hcct_lite.deploy.task_journal import TaskJournal, default_folder
 from hcct_lite.runs.files import folder_problem, private_folder, write_at, write_text
 from hcct_lite.runs.results import write_json
 
@@ -160,13 +160,13 @@ def test_a_new_folder_is_private_and_opened_without_following_links(tmp_path):
      ("task-99999999999999999999.json", "{}")],
 )  # fmt: skip
 def test_a_corrupt_journal_is_set_aside_and_the_silo_serves(tmp_path, caplog, name, content):
-    from hcct_lite.flower import silo_exec
+    from hcct_lite.deploy import silo_exec
 
     folder = tmp_path / "state"
     TaskJournal(folder).close()
     (folder / name).write_text(content)
     journal = TaskJournal(folder)
-    executor = silo_exec.make_fork_executor(None, 0, journal, lambda token: None)
+    executor = silo_exec.ForkExecutor(None, 0, journal, lambda token: None)
     executor.reconcile()  # neither an exception nor a traceback: one line, then serving
     assert not (folder / name).exists() and (folder / f"{name}.set-aside").exists()
     said = [r.getMessage() for r in caplog.records if "set aside" in r.getMessage()]

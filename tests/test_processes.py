@@ -23,7 +23,7 @@ def _alive(pid: int) -> bool:
 # how the starter starts its bound child: the helper itself, or the deployment tests' own
 # starter of SuperLinks, SuperNodes and executors
 BOUND = {
-    "die_with_parent": "from hcct_lite.flower.processes import die_with_parent\n"
+    "die_with_parent": "from hcct_lite.deploy.processes import die_with_parent\n"
     "bound = subprocess.Popen(sleep, start_new_session=True, preexec_fn=die_with_parent())",
     "Processes.start": f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
     "from test_flower_deploy import Processes\n"

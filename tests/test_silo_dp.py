@@ -19,9 +19,9 @@ pytest.importorskip("opacus")
 
 from flwr.app import ConfigRecord, Message, RecordDict  # noqa: E402
 
+from hcct_lite.deploy.inline import InlineGrid  # noqa: E402
 from hcct_lite.flower.client import make_client_app  # noqa: E402
 from hcct_lite.flower.common import from_record, silo_config_text, to_record  # noqa: E402
-from hcct_lite.flower.inline import InlineGrid  # noqa: E402
 from hcct_lite.privacy import DPSettings, dp_settings, private_train  # noqa: E402
 from hcct_lite.training.config import make_config  # noqa: E402
 from hcct_lite.training.models import build_model  # noqa: E402

@@ -10,11 +10,12 @@ import pytest
 pytest.importorskip("flwr")
 
 from hcct_lite.cli import main  # noqa: E402
-from hcct_lite.flower import silo_exec  # noqa: E402
+from hcct_lite.deploy import silo_exec  # noqa: E402
+from hcct_lite.deploy.flower_internals import set_message_id  # noqa: E402
 
 
 def test_the_fork_executor_reaps_its_finished_children():
-    executor = silo_exec.make_fork_executor()
+    executor = silo_exec.ForkExecutor()
     pid = os.fork()
     if pid == 0:
         os._exit(0)
@@ -29,7 +30,7 @@ def test_the_fork_executor_reaps_its_finished_children():
 
 
 def test_a_task_past_the_silos_limit_is_ended_and_reaped():
-    executor = silo_exec.make_fork_executor(max_task_seconds=0.5)
+    executor = silo_exec.ForkExecutor(max_task_seconds=0.5)
     pid = os.fork()
     if pid == 0:  # a hung ClientApp task
         time.sleep(600)
@@ -44,7 +45,7 @@ def test_a_task_past_the_silos_limit_is_ended_and_reaped():
     assert executor.children == {}
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # killed and reaped
-    assert silo_exec.make_fork_executor(max_task_seconds=0).children == {}
+    assert silo_exec.ForkExecutor(max_task_seconds=0).children == {}
 
 
 def test_silo_exec_says_what_it_cannot_do(monkeypatch, capsys):
@@ -70,7 +71,7 @@ def _message():
                   reply_to_message_id="", group_id="epoch-1", created_at=time.time(),
                   ttl=3600.0, message_type="train")  # fmt: skip
     message = make_message(metadata=md, content=RecordDict())
-    message.metadata.__dict__["_message_id"] = message.object_id
+    set_message_id(message, message.object_id)
     return message
 
 
@@ -140,7 +141,7 @@ def task_process(monkeypatch):
 
 
 def test_a_second_executor_on_the_same_silo_is_refused(tmp_path, capsys):
-    from hcct_lite.flower.task_journal import TaskJournal
+    from hcct_lite.deploy.task_journal import TaskJournal
 
     journal = TaskJournal(tmp_path / "state")
     assert oct((tmp_path / "state").stat().st_mode & 0o777) == "0o700"  # tokens inside
@@ -158,7 +159,7 @@ def test_a_task_that_died_after_taking_its_message_is_answered_with_an_error(
     from flwr.common.constant import ErrorCode, SubStatus
     from flwr.common.serde import message_from_proto
 
-    from hcct_lite.flower.task_journal import TaskJournal
+    from hcct_lite.deploy.task_journal import TaskJournal
 
     message, flower_task = _message(), task_process
     # the SuperNode hands the task its message; Flower's push is the real one
@@ -183,7 +184,7 @@ def test_a_task_that_died_after_taking_its_message_is_answered_with_an_error(
 def test_a_task_that_replied_or_took_nothing_is_not_answered_for(
     tmp_path, monkeypatch, task_process
 ):
-    from hcct_lite.flower.task_journal import TaskJournal
+    from hcct_lite.deploy.task_journal import TaskJournal
 
     message, flower_task = _message(), task_process
     monkeypatch.setattr(flower_task, "pull_task_input", lambda c: (message, "ctx", "run", "fab"))
@@ -209,7 +210,7 @@ def test_a_task_that_replied_or_took_nothing_is_not_answered_for(
 def test_a_task_that_died_before_taking_its_message_takes_it_and_answers(tmp_path, task_process):
     from flwr.common.serde import message_from_proto
 
-    from hcct_lite.flower.task_journal import TaskJournal
+    from hcct_lite.deploy.task_journal import TaskJournal
 
     message, journal, clients = _message(), TaskJournal(tmp_path), []
     journal.in_child("token-5")  # then killed before it pulled: its message waits
@@ -238,7 +239,7 @@ def test_the_executor_answers_for_a_task_it_ended_and_for_one_a_killed_executor_
     from flwr.app.message import remove_content_from_message
     from flwr.common.serde import message_to_proto
 
-    from hcct_lite.flower.task_journal import TaskJournal
+    from hcct_lite.deploy.task_journal import TaskJournal
 
     message = _message()
     proto = message_to_proto(remove_content_from_message(message)).SerializeToString()
@@ -246,7 +247,7 @@ def test_the_executor_answers_for_a_task_it_ended_and_for_one_a_killed_executor_
     journal, clients = TaskJournal(tmp_path), []
     orphan = _dead_pid()  # the task of an executor killed before this one started
     journal._write(journal.record(orphan).name, {"token": "orphan", **taken})
-    executor = silo_exec.make_fork_executor(None, 0.5, journal, _connector(clients))
+    executor = silo_exec.ForkExecutor(None, 0.5, journal, _connector(clients))
     assert executor.orphans == {orphan}
     pid = os.fork()
     if pid == 0:  # a task that took its message, then hung

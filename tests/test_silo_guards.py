@@ -16,6 +16,7 @@ pytest.importorskip("flwr")
 
 from flwr.app import ConfigRecord, Message, RecordDict  # noqa: E402
 
+from hcct_lite.deploy.inline import InlineGrid  # noqa: E402
 from hcct_lite.flower.client import make_client_app  # noqa: E402
 from hcct_lite.flower.common import (  # noqa: E402
     SILO_FIELDS,
@@ -24,7 +25,6 @@ from hcct_lite.flower.common import (  # noqa: E402
     silo_config_text,
     to_record,
 )
-from hcct_lite.flower.inline import InlineGrid  # noqa: E402
 from hcct_lite.training.config import make_config  # noqa: E402
 from hcct_lite.training.local import SGDTrainer  # noqa: E402
 from hcct_lite.training.models import build_model, head_names  # noqa: E402

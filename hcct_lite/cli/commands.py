@@ -173,7 +173,7 @@ def report_run(label: str, r: dict, json_path: str | None = None) -> int:
 
 
 def _flower_run(args) -> int:
-    from ..flower.submit import submit_and_wait
+    from ..deploy.submit import submit_and_wait
 
     code, message = submit_and_wait(
         args.app, args.federation, args.run_config, timeout=args.timeout
@@ -184,7 +184,7 @@ def _flower_run(args) -> int:
 
 
 def _silo_exec(args) -> int:
-    from ..flower.silo_exec import run_silo_exec
+    from ..deploy.silo_exec import run_silo_exec
 
     run_silo_exec(args.runtime_api_address, args.insecure, args.root_certificates,
                   args.max_task_seconds, args.state_dir)  # fmt: skip

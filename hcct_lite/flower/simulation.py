@@ -1,6 +1,6 @@
 """``hcct-lite flower-sim``: the ServerApp and ClientApps in one process or on Ray.
 
-Two engines run the same apps. ``inline`` (the default, :mod:`hcct_lite.flower.inline`):
+Two engines run the same apps. ``inline`` (the default, :mod:`hcct_lite.deploy.inline`):
 the ServerApp's work and one ClientApp per silo in this process, every message deflated
 and inflated as a deployment sends it. ``ray``: Flower's simulation engine
 (``flwr.simulation.run_simulation``), long-lived Ray workers, whose start-up alone takes
@@ -95,8 +95,8 @@ def _simulate_with_retry(cfg, out: str, backend_name: str, verbose: bool, addres
 
 
 def _run_inline(cfg) -> dict:
+    from ..deploy.inline import InlineGrid
     from .client import make_client_app
-    from .inline import InlineGrid
     from .server import run_on_grid
 
     # node ids as a SuperLink draws them are arbitrary; client i is node 1000 + i here

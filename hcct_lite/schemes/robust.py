@@ -43,15 +43,38 @@ import torch
 from .base import weighted_average
 
 __all__ = [
-    "AGGREGATORS", "Aggregator", "local_steps", "l2_norm", "norm_reference", "NormBound",
-    "norm_bound", "per_step_norms",
-    "vouched_counts", "capped_weights", "round_reference",
+    "AGGREGATORS", "Aggregator", "check_aggregation", "local_steps", "l2_norm", "norm_reference",
+    "NormBound", "norm_bound", "per_step_norms", "vouched_counts", "capped_weights",
+    "round_reference",
 ]  # fmt: skip
 
 AGGREGATORS = (
     "mean", "clipped-mean", "trimmed-mean", "median", "centered-clip", "multi-krum", "krum-mean",
 )  # fmt: skip
 CENTERED_CLIP_STEPS = 3
+# The parameters an Aggregator is built with, fixed for its life
+_PARAMETERS = ("kind", "clip_factor", "trim_fraction", "batch_size", "local_epochs")
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+def check_aggregation(kind, clip_factor, trim_fraction) -> None:
+    """Raise ``ValueError`` naming the first aggregation setting out of range or of a wrong type.
+
+    The one rule of :class:`Aggregator` and of a run's config: ``kind`` one of
+    :data:`AGGREGATORS`, ``clip_factor`` a finite number >= 1, ``trim_fraction`` in [0, 0.5).
+    """
+    if not (isinstance(kind, str) and kind in AGGREGATORS):
+        raise ValueError(f"aggregator must be one of {', '.join(AGGREGATORS)}; got {kind!r}")
+    if not (_number(clip_factor) and 1 <= clip_factor < math.inf):
+        raise ValueError(
+            f"clip_factor must be a finite number >= 1 (a multiple of the median update); "
+            f"got {clip_factor!r}"
+        )
+    if not (_number(trim_fraction) and 0 <= trim_fraction < 0.5):
+        raise ValueError(f"trim_fraction must be in [0, 0.5); got {trim_fraction!r}")
 
 
 def local_steps(sizes, batch_size: int, local_epochs: int) -> np.ndarray:
@@ -194,9 +217,12 @@ class Aggregator:
     Parameters
     ----------
     kind : str, ``"mean"`` (FedAvg, exactly :func:`weighted_average`) or a robust rule
-    clip_factor : float, the factor of each delta's :func:`norm_bound` limit
+    clip_factor : float >= 1, the factor of each delta's :func:`norm_bound` limit
     trim_fraction : float in [0, 0.5), ``trimmed-mean``'s share dropped at each side
-    batch_size, local_epochs : int, the silos' local training (for the steps)
+    batch_size, local_epochs : int >= 1, the silos' local training (for the steps)
+
+    Each parameter is checked here (:func:`check_aggregation`; ``ValueError`` naming it) and
+    fixed for the aggregator's life: assigning one raises ``AttributeError``.
 
     Attributes
     ----------
@@ -206,13 +232,21 @@ class Aggregator:
 
     def __init__(self, kind="mean", clip_factor=4.0, trim_fraction=0.25, batch_size=64,
                  local_epochs=1):  # fmt: skip
-        if kind not in AGGREGATORS:
-            raise ValueError(f"aggregator must be one of {', '.join(AGGREGATORS)}; got {kind!r}")
+        check_aggregation(kind, clip_factor, trim_fraction)
+        for name, steps in (("batch_size", batch_size), ("local_epochs", local_epochs)):
+            if not (isinstance(steps, (int, np.integer)) and not isinstance(steps, bool)
+                    and steps >= 1):  # fmt: skip
+                raise ValueError(f"{name} must be an int >= 1; got {steps!r}")
         self.kind, self.clip_factor, self.trim_fraction = kind, clip_factor, trim_fraction
         self.batch_size, self.local_epochs = batch_size, local_epochs
         self.few, self.disputes, self.epoch = {}, {}, 0
         # the round's robust centre of the updates, as a delta (the engine sets it each epoch)
         self.reference = None
+
+    def __setattr__(self, name, value):
+        if name in _PARAMETERS and name in self.__dict__:
+            raise AttributeError(f"Aggregator.{name} is fixed when built: make another Aggregator")
+        super().__setattr__(name, value)
 
     def combine(self, states: list, starts: list, weights, sizes, members=()) -> dict:
         """The group's model from its members' trained ``states``.

@@ -1,14 +1,17 @@
 """The run configuration: every setting of one experiment, validated.
 
-:func:`make_config` fills a :class:`RunConfig` from a task's Table III defaults
-(:data:`hcct_lite.training.tasks.TASKS`) and checks every override, naming the bad one.
+A :class:`RunConfig` is immutable and checks itself when it is built (a setting of the
+wrong type or out of range raises, naming it), however it is built: directly,
+by :func:`make_config`, which fills one from a task's Table III defaults
+(:data:`hcct_lite.training.tasks.TASKS`), or by :func:`dataclasses.replace`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -19,6 +22,7 @@ from .tasks import TASKS
 __all__ = [
     "SCHEMES",
     "RunConfig",
+    "SettingTypeError",
     "make_config",
     "validate_config",
     "arrival_epochs",
@@ -32,16 +36,27 @@ GPU_PRECISIONS = ("default", "tf32", "bf16")
 SCHEMES = PAPER_SCHEMES
 
 
-@dataclass
+class SettingTypeError(TypeError, ValueError):
+    """A setting of the wrong type (a ``TypeError``, and a ``ValueError`` as any bad setting)."""
+
+
+@dataclass(frozen=True)
 class RunConfig:
-    """Every setting of one experiment (written to the result JSON as ``config``)."""
+    """Every setting of one experiment (written to the result JSON as ``config``).
+
+    Immutable (``dataclasses.replace(cfg, epochs=5)`` makes another) and validated when
+    built: a setting of the wrong type raises :class:`SettingTypeError`, one out of range
+    ``ValueError``, each naming the setting (:func:`validate_config`). NumPy scalars become
+    Python numbers, ``domains`` a tuple and ``partition`` a tuple of tuples;
+    :meth:`to_dict` gives them back as lists.
+    """
 
     task: str
     scheme: str
     seed: int = 0
     model: str = "small_digits"
     dataset: str = "digits"
-    domains: list = field(default_factory=list)
+    domains: tuple = ()  # the data sets the clients are drawn from (a task with several)
     n_clients: int = 8
     samples: int = 224  # average samples assigned per client, before its train/test split
     train_ratio: float = 0.5
@@ -58,7 +73,7 @@ class RunConfig:
     fixed_groups: int | None = None  # HCCT family: force exactly K groups (Fig. 5/6)
     update_includes_buffers: bool = False
     authors_round0: bool = False
-    partition: list | None = None  # the "fixed" scheme's groups, e.g. [[0, 1], [2]]
+    partition: tuple | None = None  # the "fixed" scheme's groups, e.g. ((0, 1), (2,))
     record_cosines: bool = False  # store each epoch's pairwise update cosines in the history
     # the norm rule: a reply to be averaged with others is rejected where its update is
     # longer than its limit (hcct_lite.schemes.robust.norm_bound, factor norm_limit).
@@ -87,9 +102,27 @@ class RunConfig:
     batched_clients: bool = False
     gpu_precision: str = "default"
 
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.generic):  # a NumPy number is stored as Python's
+                object.__setattr__(self, f.name, value.item())
+        if isinstance(self.data_root, os.PathLike):
+            object.__setattr__(self, "data_root", os.fspath(self.data_root))
+        if isinstance(self.domains, (list, tuple)):
+            object.__setattr__(self, "domains", tuple(self.domains))
+        if isinstance(self.partition, (list, tuple)):
+            groups = tuple(tuple(g) if isinstance(g, (list, tuple)) else g for g in self.partition)
+            object.__setattr__(self, "partition", groups)
+        validate_config(self)
+
     def to_dict(self) -> dict:
-        """Every setting as a plain dict (the result JSON's ``config``)."""
-        return dataclasses.asdict(self)
+        """Every setting as a plain dict (the result JSON's ``config``): sequences as lists."""
+        out = dataclasses.asdict(self)
+        out["domains"] = list(self.domains)
+        if self.partition is not None:
+            out["partition"] = [list(g) for g in self.partition]
+        return out
 
 
 def make_config(task: str, scheme: str, seed: int = 0, **overrides) -> RunConfig:
@@ -117,9 +150,9 @@ def make_config(task: str, scheme: str, seed: int = 0, **overrides) -> RunConfig
     unknown = set(spec) - names
     if unknown:
         raise ValueError(f"unknown settings {sorted(unknown)}")
-    cfg = RunConfig(task=task, scheme=scheme, seed=int(seed), **spec)
-    validate_config(cfg)
-    return cfg
+    if _is_number(seed) and math.isfinite(seed) and seed == int(seed):
+        seed = int(seed)  # 3.0 or a NumPy int: anything else is named by RunConfig
+    return RunConfig(task=task, scheme=scheme, seed=seed, **spec)
 
 
 # Upper bounds of the count settings: far above any use, low enough that a typo fails at
@@ -170,25 +203,13 @@ def _check_counts(cfg: RunConfig) -> None:
 
 
 def _check_aggregation(cfg: RunConfig) -> None:
-    from ..schemes.robust import AGGREGATORS
+    from ..schemes.robust import check_aggregation
 
-    _need(
-        cfg.aggregator in AGGREGATORS,
-        f"aggregator must be one of {', '.join(AGGREGATORS)}; got {cfg.aggregator!r}",
-    )
-    _need(
-        _is_number(cfg.clip_factor) and 1 <= cfg.clip_factor < math.inf,
-        f"clip_factor must be a finite number >= 1 (a multiple of the median update); "
-        f"got {cfg.clip_factor!r}",
-    )
+    check_aggregation(cfg.aggregator, cfg.clip_factor, cfg.trim_fraction)  # the Aggregator's rule
     _need(
         _is_number(cfg.count_bound) and (cfg.count_bound == 0 or 1 <= cfg.count_bound < math.inf),
         f"count_bound must be 0 (off) or a finite number >= 1 (a multiple of the median "
         f"count); got {cfg.count_bound!r}",
-    )
-    _need(
-        _is_number(cfg.trim_fraction) and 0 <= cfg.trim_fraction < 0.5,
-        f"trim_fraction must be in [0, 0.5); got {cfg.trim_fraction!r}",
     )
 
 
@@ -237,6 +258,41 @@ def _is_number(x) -> bool:
     return isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool)
 
 
+# What each annotation of RunConfig admits, in words and as a test (None where it says so)
+_KINDS = {
+    "int": ("an int", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "float": ("a number", _is_number),
+    "bool": ("a bool (True or False)", lambda v: isinstance(v, bool)),
+    "str": ("a str", lambda v: isinstance(v, str)),
+    "tuple": ("a list of names", lambda v: isinstance(v, tuple)),
+}
+
+
+# Settings whose own rule names a wrong type with the range (ValueError): the aggregation's
+_OWN_RULE = ("clip_factor", "trim_fraction", "count_bound")
+
+
+def _check_types(cfg: RunConfig) -> None:
+    """Every setting of the type its annotation names, before any range is compared."""
+    for f in dataclasses.fields(cfg):
+        if f.name in _OWN_RULE:
+            continue
+        kind, _, optional = f.type.partition(" | ")
+        what, ok = _KINDS[kind]
+        value = getattr(cfg, f.name)
+        if not (ok(value) or (optional == "None" and value is None)):
+            what += " or None" if optional else ""
+            raise SettingTypeError(
+                f"{f.name} must be {what}; got {value!r} ({type(value).__name__})"
+            )
+    bad = [d for d in cfg.domains if not isinstance(d, str)]
+    if bad:
+        raise SettingTypeError(f"domains must be names (str); got {bad[0]!r} in {cfg.domains}")
+    for g in cfg.partition or ():
+        if not (isinstance(g, tuple) and all(_KINDS["int"][1](i) for i in g)):
+            raise SettingTypeError(f"partition must be groups (lists) of client ints; got {g!r}")
+
+
 def _check_step_size(cfg: RunConfig) -> None:
     """``lr`` within the range where float32 SGD neither diverges nor stands still."""
     _need(np.isfinite(cfg.lr) and cfg.lr > 0, f"lr must be a finite number > 0; got {cfg.lr}")
@@ -254,7 +310,17 @@ def _check_step_size(cfg: RunConfig) -> None:
 
 
 def validate_config(cfg: RunConfig) -> None:
-    """Raise ``ValueError`` naming the first setting of ``cfg`` that is out of range."""
+    """Raise naming the first setting of ``cfg`` of the wrong type or out of range.
+
+    :class:`SettingTypeError` for a type, ``ValueError`` for a value. Every
+    :class:`RunConfig` runs it when built.
+    """
+    _check_types(cfg)
+    _need(cfg.task in TASKS, f"unknown task {cfg.task!r}; choose from {sorted(TASKS)}")
+    _need(
+        cfg.scheme in scheme_names(),
+        f"unknown scheme {cfg.scheme!r}; choose from {list(scheme_names())}",
+    )
     _check_counts(cfg)
     _need(
         isinstance(cfg.seed, int) and 0 <= cfg.seed < 2**32,

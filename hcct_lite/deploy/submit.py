@@ -3,8 +3,8 @@
 ``flwr run`` returns as soon as the SuperLink has accepted the run, with status 0 even if
 the ServerApp then fails. This wrapper submits the run with ``flwr run``, asks the
 SuperLink for the run's status every second until the run has finished (what ``flwr ls``
-asks, from this process: a ``flwr ls`` process costs about a second of CPU each time), and
-returns 0 only if it completed.
+asks, from this process, without starting a ``flwr ls`` process each time), and returns 0
+only if it completed.
 """
 
 from __future__ import annotations
@@ -45,27 +45,13 @@ def _json_of(proc, what: str) -> dict:
 
 
 def flower_status_reader(federation: str):
-    """``(status_of, close)``: ``status_of(run_id)`` is the run's status as ``flwr ls`` shows it.
+    """``(status_of, close)``: the run status ``flwr ls`` shows, from the SuperLink's Control API.
 
-    Connects as ``flwr ls`` does (the SuperLink's entry in Flower's config.toml, its TLS
-    root certificates and stored login), once; each call is one Control API request.
+    :func:`~hcct_lite.deploy.flower_internals.superlink_status_reader`.
     """
-    from flwr.cli.flower_config import read_superlink_connection
-    from flwr.cli.utils import init_http_client_from_connection
-    from flwr.common.serde import run_from_proto
-    from flwr.proto.control_pb2 import ListRunsRequest  # pylint: disable=E0611
+    from .flower_internals import superlink_status_reader
 
-    client = init_http_client_from_connection(read_superlink_connection(federation))
-
-    def status_of(run_id) -> str:
-        reply = client.ListRuns(ListRunsRequest(run_id=int(run_id)))
-        states = [run_from_proto(proto).status for proto in reply.run_dict.values()]
-        if not states:
-            return "unknown"
-        state = states[0]
-        return f"{state.status}:{state.sub_status}" if state.sub_status else state.status
-
-    return status_of, client.close
+    return superlink_status_reader(federation)
 
 
 FAILED_HOW = (

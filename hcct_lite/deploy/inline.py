@@ -10,26 +10,11 @@ as ``hcct-lite run``. Flower's own simulation engine stays available (``--engine
 
 from __future__ import annotations
 
-from flwr.app import Context, Error, Message, RecordDict
-from flwr.common.constant import ErrorCode
-from flwr.supercore.inflatable.inflatable_object import (
-    get_all_nested_objects,
-    no_object_id_recompute,
-)
-from flwr.supercore.inflatable.inflatable_utils import inflate_object_from_contents
-from flwr.supercore.task_identity import TaskIdentity
+from flwr.app import Context, RecordDict
+
+from .flower_internals import error_reply, over_the_wire, set_message_id, set_run_identity
 
 __all__ = ["InlineGrid", "over_the_wire"]
-
-
-def over_the_wire(message: Message) -> Message:
-    """A copy of ``message`` made from the bytes a deployment would send for it."""
-    with no_object_id_recompute():  # each object's id (a hash) computed once, as a push does
-        objects = get_all_nested_objects(message)
-        contents = {oid: obj.deflate() for oid, obj in objects.items()}
-        copy = inflate_object_from_contents(message.object_id, contents)
-    copy.metadata.__dict__["_message_id"] = message.metadata.message_id
-    return copy
 
 
 class InlineGrid:
@@ -47,8 +32,7 @@ class InlineGrid:
     """
 
     def __init__(self, client_app, node_configs: dict, run_id: int = 1):
-        # a Message built outside a Flower process needs the run's identity
-        TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = run_id, 0, 1
+        set_run_identity(run_id)  # a Message built outside a Flower process needs it
         self.app, self.waiting = client_app, {}
         self.contexts = {
             n: Context(
@@ -65,7 +49,7 @@ class InlineGrid:
         """Deliver each message to its node's ClientApp now; keep the reply for a pull."""
         ids = []
         for msg in messages:
-            msg.metadata.__dict__["_message_id"] = msg.object_id  # as a SuperLink sets it
+            set_message_id(msg, msg.object_id)  # as a SuperLink sets it
             node = msg.metadata.dst_node_id
             if node not in self.contexts:
                 raise ValueError(f"message {msg.metadata.message_id} names no node: {node}")
@@ -73,10 +57,8 @@ class InlineGrid:
             try:
                 reply = self.app(received, self.contexts[node])
             except Exception as err:  # noqa: BLE001 - any failure of the silo's handler
-                reason = f"{type(err).__name__}: {err}"
-                error = Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason)
-                reply = Message(error, reply_to=received)
-            reply.metadata.__dict__["_message_id"] = reply.object_id
+                reply = error_reply(received, f"{type(err).__name__}: {err}")
+            set_message_id(reply, reply.object_id)
             self.waiting[msg.metadata.message_id] = over_the_wire(reply)
             ids.append(msg.metadata.message_id)
         return ids

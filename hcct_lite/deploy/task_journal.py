@@ -23,17 +23,15 @@ from __future__ import annotations
 
 import base64
 import fcntl
-import functools
-import inspect
 import json
 import logging
 import os
 import re
 import stat
 from pathlib import Path
-from types import SimpleNamespace
 
 from ..runs.files import private_folder, write_at
+from . import flower_internals as flower
 
 __all__ = ["TaskJournal", "default_folder", "alive"]
 
@@ -173,30 +171,19 @@ class TaskJournal:
         Flower's pull of the message and push of the reply then update the record.
         """
         os.close(self._lock)  # the lock is the executor's: a task must not hold it
-        import flwr.supernode.runtime.run_clientapp as flower_task
-        from flwr.app.message import remove_content_from_message
-        from flwr.common.serde import message_to_proto
-
         name, record = f"task-{os.getpid()}.json", {"token": token}
         self._write(name, record)
-        pull, push = flower_task.pull_task_input, flower_task.push_message
 
-        @functools.wraps(pull)
-        def pulled(client):
-            message, context, run, fab = pull(client)
-            proto = message_to_proto(remove_content_from_message(message))
-            record["message"] = base64.b64encode(proto.SerializeToString()).decode()
+        def pulled(message):
+            record["message"] = base64.b64encode(flower.message_to_bytes(message)).decode()
             record["message_id"] = message.metadata.message_id
             self._write(name, record)
-            return message, context, run, fab
 
-        @functools.wraps(push)
-        def pushed(client, message, context):
-            push(client, message, context)
+        def pushed():
             record["replied"] = True
             self._write(name, record)
 
-        flower_task.pull_task_input, flower_task.push_message = pulled, pushed
+        flower.record_task_io(pulled, pushed)
 
     def settle(self, pid: int, connect) -> str | None:
         """Answer for the ended task ``pid`` if it did not reply; forget its record.
@@ -245,59 +232,16 @@ def _answer(record: dict, connect) -> str:
     """
     client = connect(record["token"])
     try:
-        message = _recorded(record) if "message" in record else _take(client)
+        if "message" in record:
+            data = base64.b64decode(record["message"])
+            message = flower.message_from_bytes(data, record["message_id"])
+        else:
+            message = flower.take_task_message(client)
         if message is None:
             return "it had taken its message but not recorded it (Flower's expiry answers)"
-        _reply_error(client, message)
+        flower.answer_task_with_error(client, message, REASON)
     except Exception as err:  # noqa: BLE001 - the SuperNode already settled it (expired token)
         return f"not answered: {type(err).__name__}: {err}"
     finally:
         client.close()
     return f"answered message {message.metadata.message_id[:12]} with an error reply"
-
-
-def _recorded(record: dict):
-    from flwr.common.serde import message_from_proto
-    from flwr.proto.message_pb2 import Message as ProtoMessage
-
-    message = message_from_proto(ProtoMessage.FromString(base64.b64decode(record["message"])))
-    message.metadata.__dict__["_message_id"] = record["message_id"]
-    return message
-
-
-def _take(client):
-    """The task's message, from the SuperNode, as the task itself would pull it (or None)."""
-    from flwr.common.serde import message_from_proto
-    from flwr.proto.node_pb2 import Node
-    from flwr.proto.runtime_pb2 import PullAppMessagesRequest
-    from flwr.supercore.inflatable.inflatable_protobuf_utils import (
-        make_confirm_message_received_fn_protobuf,
-    )
-
-    got = client.PullMessages(PullAppMessagesRequest())
-    if not got.messages_list:
-        return None
-    message = message_from_proto(got.messages_list[0])
-    message.metadata.__dict__["_message_id"] = got.message_object_trees[0].object_id
-    node, run_id = Node(node_id=message.metadata.dst_node_id), message.metadata.run_id
-    # received: the SuperNode may drop its stored content, as after the task's own pull
-    make_confirm_message_received_fn_protobuf(client.ConfirmMessageReceived, node, run_id)(
-        message.metadata.message_id
-    )
-    return message
-
-
-def _reply_error(client, message) -> None:
-    """Flower's error reply to ``message`` ("the task died"), then the task's status."""
-    from flwr.app import Message
-    from flwr.app.error import Error
-    from flwr.common.constant import ErrorCode, SubStatus
-    from flwr.supernode.runtime import run_clientapp as flower_task
-
-    reply = Message(Error(code=ErrorCode.CLIENT_APP_CRASHED, reason=REASON), reply_to=message)
-    where = SimpleNamespace(node_id=message.metadata.dst_node_id, run_id=message.metadata.run_id)
-    # Flower's own push (unwrapped: in a task's process it records through a wrapper)
-    inspect.unwrap(flower_task.push_message)(client, reply, where)
-    flower_task.push_task_output(
-        client=client, context=None, sub_status=SubStatus.FAILED, details=REASON
-    )
