@@ -30,7 +30,8 @@ import dataclasses
 import numpy as np
 import torch
 
-from hcct_lite.schemes.robust import local_steps, norm_bound, vouched_counts
+from hcct_lite.schemes.norms import local_steps, norm_bound
+from hcct_lite.schemes.robust import vouched_counts
 from hcct_lite.training.local import update_of
 from hcct_lite.training.replies import update_norm
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from hcct_lite.schemes.base import ServerView
 from hcct_lite.schemes.baselines import Global
-from hcct_lite.schemes.robust import Aggregator, norm_bound
+from hcct_lite.schemes.norms import norm_bound
+from hcct_lite.schemes.robust import Aggregator
 from hcct_lite.training.config import make_config
 from hcct_lite.training.engine import LocalBackend, init_model, run_experiment
 from hcct_lite.training.local import LocalResult

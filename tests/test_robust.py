@@ -9,13 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hcct_lite.schemes.base import weighted_average
+from hcct_lite.schemes.norms import local_steps, norm_reference, per_step_norms
 from hcct_lite.schemes.robust import (
     AGGREGATORS,
     Aggregator,
     capped_weights,
-    local_steps,
-    norm_reference,
-    per_step_norms,
     round_reference,
     vouched_counts,
 )

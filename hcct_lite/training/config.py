@@ -76,7 +76,7 @@ class RunConfig:
     partition: tuple | None = None  # the "fixed" scheme's groups, e.g. ((0, 1), (2,))
     record_cosines: bool = False  # store each epoch's pairwise update cosines in the history
     # the norm rule: a reply to be averaged with others is rejected where its update is
-    # longer than its limit (hcct_lite.schemes.robust.norm_bound, factor norm_limit).
+    # longer than its limit (hcct_lite.schemes.norms.norm_bound, factor norm_limit).
     # 0 (off) runs the paper's algorithm; a deployment turns it on (its app's norm-limit, 20:
     # honest FMNIST replies reach 12 x, HCCT-P in late epochs)
     norm_limit: float = 0.0

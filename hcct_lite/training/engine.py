@@ -17,8 +17,9 @@ from typing_extensions import override
 
 from ..partition.updates import cosine_matrix
 from ..schemes.base import ServerView
+from ..schemes.norms import local_steps
 from ..schemes.registry import make_scheme
-from ..schemes.robust import local_steps, round_reference, vouched_counts
+from ..schemes.robust import round_reference, vouched_counts
 from .batched import BatchedSGDTrainer
 from .config import RunConfig, arrival_epochs
 from .graphs import GraphedSGDTrainer

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..schemes.robust import l2_norm, norm_bound
+from ..schemes.norms import l2_norm, norm_bound
 
 __all__ = [
     "Rejected",
@@ -138,7 +138,7 @@ class ReplyScreen:
     sizes : (N,) samples each silo declared at enrolment
     norm_limit : the norm rule's factor (0: off): a reply that passes the per-reply checks
         and is to be averaged with others is rejected where its update is longer than its
-        :func:`~hcct_lite.schemes.robust.norm_bound` limit
+        :func:`~hcct_lite.schemes.norms.norm_bound` limit
     steps : (N,) local SGD steps of each silo per epoch (default 1 each), for the limit
 
     Attributes
