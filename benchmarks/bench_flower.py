@@ -35,7 +35,7 @@ cfg = make_config(sys.argv[1], "hcct", 0, n_clients=int(sys.argv[2]))
 node = {"partition-id": 0, "cache-dir": sys.argv[3]}
 ctx = Context(run_id=1, node_id=1, node_config=node, state=RecordDict(), run_config={})
 content = RecordDict({"model": to_record(build_model(cfg.model).state_dict()),
-                      "config": ConfigRecord({"lr": 0.1, "epoch": 0,
+                      "config": ConfigRecord({"lr": 0.1, "epoch": 0, "keep-head": False,
                                               "config-json": silo_config_text(cfg)})})
 reply = make_client_app()(Message(content, dst_node_id=1, message_type="train"), ctx)
 assert not reply.has_error(), reply.error

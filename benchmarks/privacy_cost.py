@@ -86,7 +86,8 @@ def one_message(sigma: float, batch: int) -> tuple:
 
     def send(state):
         grid = InlineGrid(make_client_app(), {100: node})
-        config = ConfigRecord({"lr": 1e-4, "epoch": 0, "config-json": silo_config_text(cfg)})
+        config = ConfigRecord({"lr": 1e-4, "epoch": 0, "config-json": silo_config_text(cfg),
+                               "keep-head": False})  # fmt: skip
         content = RecordDict({"model": to_record(state), "config": config})
         (reply,) = grid.send_and_receive([Message(content, dst_node_id=100, message_type="train")])
         return from_record(reply.content["model"])

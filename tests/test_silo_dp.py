@@ -33,7 +33,8 @@ from leaks import histogram_from_bias, imprint_model, reconstruct, recovered  # 
 
 def _train(grid, cfg, state, epoch=0, lr=1e-4):
     content = RecordDict({"model": to_record(state), "config": ConfigRecord(
-        {"lr": lr, "epoch": epoch, "config-json": silo_config_text(cfg)})})  # fmt: skip
+        {"lr": lr, "epoch": epoch, "config-json": silo_config_text(cfg),
+         "keep-head": False})})  # fmt: skip
     (reply,) = grid.send_and_receive([Message(content, dst_node_id=100, message_type="train")])
     return reply
 

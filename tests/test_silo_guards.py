@@ -55,7 +55,7 @@ def _grid(node_config=None):
 
 def _send(grid, kind, model, **config):
     content = RecordDict({"model": to_record(model), "config": ConfigRecord(
-        {**config, "config-json": silo_config_text(CFG)})})  # fmt: skip
+        {"keep-head": False, **config, "config-json": silo_config_text(CFG)})})  # fmt: skip
     (reply,) = grid.send_and_receive([Message(content, dst_node_id=100, message_type=kind)])
     return reply
 
@@ -128,6 +128,26 @@ def test_a_malformed_evaluation_budget_is_refused_with_its_name(cap):
     assert f"node config max-evaluations must be a whole number >= 0; got '{cap}'" in (
         reply.error.reason
     )
+
+
+@pytest.mark.parametrize("kind, config", [("train", {"lr": 0.1, "epoch": 0}),
+                                           ("evaluate", {"split": "test"})])  # fmt: skip
+@pytest.mark.parametrize("keep", ["yes", "true", 1, 0.0, [True]])
+def test_a_silo_refuses_a_keep_head_that_is_not_true_or_false(kind, config, keep):
+    # the silo runs no scheme: the server says whether it keeps its classifier (HCCT-P)
+    model = build_model(CFG.model)
+    reply = _send(_grid(), kind, model.state_dict(), **config, **{"keep-head": keep})
+    assert reply.has_error() and "keep-head must be true or false" in reply.error.reason
+
+
+def test_the_silo_learns_keep_head_from_the_server_not_from_the_schemes():
+    import ast
+
+    import hcct_lite.flower.client as client
+
+    tree = ast.parse(open(client.__file__).read())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert not any("schemes" in m for m in imported), imported
 
 
 def test_silos_receive_only_the_settings_they_need():

@@ -30,7 +30,6 @@ from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
 from ..privacy import dp_settings, private_train
-from ..schemes.registry import SCHEME_CLASSES
 from ..training.local import SGDTrainer, evaluate
 from ..training.models import build_model, head_names
 from .common import config_from_run_config, config_from_text, from_record, to_record
@@ -109,14 +108,21 @@ def _check_training(cfg, lr: float, epoch: int, context: Context) -> None:
     context.state["trained"] = MetricRecord({"epochs": [*seen, epoch]})
 
 
-def _keeps_head(cfg) -> bool:
-    """Whether the run's scheme keeps each client's classifier local (HCCT-P)."""
-    return SCHEME_CLASSES[cfg.scheme].keep_head
+def _keeps_head(msg: Message) -> bool:
+    """Whether the server's scheme keeps each client's classifier local (HCCT-P).
+
+    The silo runs no scheme: the server says so in every training and evaluation message
+    (``keep-head``, true or false).
+    """
+    value = msg.content["config"].get("keep-head")
+    if not isinstance(value, bool):
+        raise ValueError(f"the server's keep-head must be true or false; got {value!r}")
+    return value
 
 
-def _keep_head(cfg, model, state: dict, context: Context) -> dict:
+def _keep_head(msg: Message, model, state: dict, context: Context) -> dict:
     """HCCT-P: train and evaluate with this node's own head, kept in its context."""
-    if not _keeps_head(cfg) or "head" not in context.state:
+    if not _keeps_head(msg) or "head" not in context.state:
         return state
     own = from_record(context.state["head"])
     return {**state, **{k: own[k] for k in head_names(model)}}
@@ -176,7 +182,7 @@ def _answer_train(cfg, msg: Message, context: Context) -> Message:
     conf = msg.content["config"]
     lr, epoch = float(conf["lr"]), int(conf["epoch"])
     _check_training(c, lr, epoch, context)
-    start = _keep_head(c, model, from_record(msg.content["model"]), context)
+    start = _keep_head(msg, model, from_record(msg.content["model"]), context)
     dp = dp_settings(context.node_config)
     if dp is None:
         res = SGDTrainer(model, c.local_epochs, c.batch_size, seed=c.seed).train_one(
@@ -184,7 +190,7 @@ def _answer_train(cfg, msg: Message, context: Context) -> Message:
         )
     else:
         res, eps = _train_privately(c, model, start, data, lr, epoch, i, dp, context)
-    if _keeps_head(c):
+    if _keeps_head(msg):
         context.state["head"] = ArrayRecord(
             {k: res.state[k].detach().clone() for k in head_names(model)}
         )
@@ -220,7 +226,7 @@ def _answer_evaluate(cfg, msg: Message, context: Context) -> Message:
     """
     c, model, _, data = _setup(cfg, msg, context)
     _count_evaluation(context)
-    state = _keep_head(c, model, from_record(msg.content["model"]), context)
+    state = _keep_head(msg, model, from_record(msg.content["model"]), context)
     on_train = msg.content["config"].get("split", "test") == "train"
     x, y = (data.x_train, data.y_train) if on_train else (data.x_test, data.y_test)
     loss, error = evaluate(model, state, x, y)

@@ -19,6 +19,7 @@ from flwr.serverapp import Grid, ServerApp
 from typing_extensions import override
 
 from ..runs.results import write_json
+from ..schemes.registry import SCHEME_CLASSES
 from ..training.engine import run_experiment
 from ..training.models import build_model
 from ..training.replies import Rejected
@@ -84,6 +85,8 @@ class FlowerBackend:
         self.silo_nodes = silo_nodes
         self.discovery_timeout = discovery_timeout
         self.config_text = silo_config_text(cfg)  # only what a silo needs
+        # the silo runs no scheme: whether it keeps its own classifier (HCCT-P) is said here
+        self.keep_head = bool(SCHEME_CLASSES[cfg.scheme].keep_head)
         model = build_model(cfg.model)
         self.update_names = (
             list(model.state_dict())
@@ -129,8 +132,9 @@ class FlowerBackend:
             if node not in online:
                 continue
             content["config"] = ConfigRecord(
-                {**dict(content.get("config", {})), "config-json": self.config_text}
-            )
+                {**dict(content.get("config", {})), "config-json": self.config_text,
+                 "keep-head": self.keep_head}
+            )  # fmt: skip
             messages.append(
                 Message(content, dst_node_id=node, message_type=message_type, group_id=group)
             )
