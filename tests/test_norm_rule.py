@@ -87,7 +87,7 @@ def test_the_screen_refuses_what_the_aggregator_clips_to_the_same_limit(scale):
     deltas = [[1.0, 0.0]] * 4 + [[scale, 0.0]]
     states = [{"w": torch.tensor(d)} for d in deltas]
     start = {"w": torch.zeros(2)}
-    out = agg.combine(states, [start] * 5, [1.0] * 5, sizes, range(5))
+    out = agg.combine(states, [start] * 5, [1.0] * 5, sizes, range(5), epoch=0)
     assert out["w"][0].item() == pytest.approx((4 + min(scale, limit)) / 5)
 
 

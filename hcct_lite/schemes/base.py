@@ -155,15 +155,29 @@ class Scheme:
     # models): then the norm rule judges every reply, a loner's too
     models_shared = False
 
-    def average(self, states, starts, weights, sizes, members=()) -> dict:
+    def average(self, states, starts, weights, sizes, members, *, epoch, reference=None) -> dict:
         """One model from members' trained ``states`` by the scheme's aggregator.
 
         ``starts`` (n,) the models they trained from, ``weights`` (n,) aggregation
-        weights, ``sizes`` (n,) their D_i, ``members`` their client ids.
+        weights, ``sizes`` (n,) their D_i, ``members`` their client ids; ``epoch`` and
+        ``reference`` (:meth:`dispute_reference`) the round being aggregated (see
+        :meth:`~hcct_lite.schemes.robust.Aggregator.combine`).
         """
         if self.aggregator is None:
             return weighted_average(states, weights)
-        return self.aggregator.combine(states, starts, weights, sizes, list(members))
+        return self.aggregator.combine(
+            states, starts, weights, sizes, list(members), epoch=epoch, reference=reference
+        )
+
+    def dispute_reference(self, results: dict):
+        """The round's reference for the aggregator, from its accepted ``results``, or None.
+
+        ``results`` maps client -> LocalResult (every reply the engine accepted this
+        epoch); None under FedAvg (no aggregator, or ``mean``).
+        """
+        if self.aggregator is None:
+            return None
+        return self.aggregator.dispute_reference([r.update for r in results.values()])
 
     def setup(self, server: ServerView) -> None:  # noqa: B027 - optional hook
         """Called once before epoch 0."""
@@ -219,11 +233,12 @@ class GroupScheme(Scheme):
 
     @override
     def aggregate(self, t, server, plan, results):
-        out = {}
+        out, reference = {}, self.dispute_reference(results)
         for g in plan.groups:
             model = self.average(
                 [results[i].state for i in g], [plan.start.get(i) for i in g],
                 self.weights(g, server, results), server.sizes[g], g,
+                epoch=t, reference=reference,
             )  # fmt: skip
             for i in g:
                 out[i] = self._personal(model, results[i].state, server.head)

@@ -19,7 +19,7 @@ from ..partition.updates import cosine_matrix
 from ..schemes.base import ServerView
 from ..schemes.norms import local_steps
 from ..schemes.registry import make_scheme
-from ..schemes.robust import round_reference, vouched_counts
+from ..schemes.robust import vouched_counts
 from .batched import BatchedSGDTrainer
 from .config import RunConfig, arrival_epochs
 from .graphs import GraphedSGDTrainer
@@ -213,7 +213,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
     history, missing, status, epoch_seconds = [], set(), {"state": "complete"}, []
     bar = _progress_bar(cfg) if progress else None
     for t in range(cfg.epochs):
-        screen.epoch = scheme.aggregator.epoch = t
+        screen.epoch = t
         t_epoch = time.perf_counter()
         entry, missing = run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen)
         epoch_seconds.append(time.perf_counter() - t_epoch)
@@ -306,8 +306,6 @@ def run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen) -> tuple
     missing = set(server.active) - set(results)
     plan = plan.without(missing)
     server.updates.update({i: r.update for i, r in results.items()})
-    if scheme.aggregator.kind != "mean":  # the honest majority's direction, for disputes
-        scheme.aggregator.reference = round_reference([r.update for r in results.values()])
     server.states.update(scheme.aggregate(t, server, plan, results))
     tested = screen.accepted_errors(
         backend.evaluate({i: server.states[i] for i in server.active if i not in missing})
