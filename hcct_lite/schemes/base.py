@@ -12,7 +12,9 @@ builds one by name.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 import torch
@@ -69,45 +71,76 @@ class Plan:
         )
 
 
-@dataclass(kw_only=True)
+def _read_only(mapping) -> MappingProxyType:
+    return mapping if isinstance(mapping, MappingProxyType) else MappingProxyType(mapping)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # eq: a view is itself, not its values
 class ServerView:
-    """What the server knows and can ask, handed to a scheme by the engine.
+    """What the server knows and can ask, handed to a scheme by the engine: read only.
+
+    The engine builds a view for :meth:`Scheme.setup` and one each epoch (for
+    :meth:`Scheme.plan` and :meth:`Scheme.aggregate`); the epoch itself is their argument
+    ``t``. Assigning a field raises ``FrozenInstanceError``, and an item of ``states``,
+    ``updates`` or ``init_state`` ``TypeError``: what a scheme needs to remember it keeps on
+    itself. The engine's own state (the dicts behind ``states`` and ``updates``) is apart.
 
     Attributes
     ----------
-    sizes : numpy.ndarray (N,)
+    sizes : numpy.ndarray (N,) int, not writeable
         D_i of every client.
-    init_state : dict
-        The common initial model.
-    head : list of str
+    init_state : mapping name -> tensor
+        The common initial model (every newcomer's).
+    head : tuple of str
         State entries of the classifier (HCCT-P keeps them local).
-    trainable : list of str
+    trainable : tuple of str
         Names of the trainable state entries.
-    probe : callable ``(i, state) -> (loss, accuracy in [0, 1])`` or None
-        Evaluates ``state`` on client i's training data (None: no answer).
-    fresh_state : callable ``k -> state``
+    probe : callable ``(i, state) -> (loss, accuracy in [0, 1])``, or None (not offered)
+        Evaluates ``state`` on client i's training data (None: no answer, or an answer
+        refused and recorded at this view's epoch).
+    fresh_state : callable ``k -> state``, or None (not offered)
         A new random initialisation, seeded by k.
-    train : callable ``(starts, lr, epoch) -> {i: LocalResult}``
-        Local training outside an epoch (MAXFL's one-off reference models).
-    active : list of int
-        Clients taking part this epoch; ``new`` those arriving this epoch, ``absent``
-        those that did not answer last epoch.
-    states, updates : dict client -> state dict
-        Each client's current model and its last update.
+    train : callable ``(starts, lr, epoch) -> {i: LocalResult}``, or None (not offered)
+        Local training outside an epoch (MAXFL's one-off reference models); its replies
+        pass the same screen as the epoch's, recorded at this view's epoch.
+    active : tuple of int
+        Clients taking part this epoch, in index order.
+    new, absent : frozenset of int
+        Those arriving this epoch, and those that did not answer last epoch.
+    states, updates : mapping client -> state dict (read only)
+        Each client's current model and its last accepted update: windows onto the
+        engine's records, which show what the engine has recorded so far (at
+        :meth:`Scheme.aggregate`, this epoch's updates).
     """
 
     sizes: np.ndarray
-    init_state: dict
-    head: list
-    trainable: list
-    probe: object
-    fresh_state: object
-    train: object
-    active: list = field(default_factory=list)
-    new: set = field(default_factory=set)
-    absent: set = field(default_factory=set)
-    states: dict = field(default_factory=dict)
-    updates: dict = field(default_factory=dict)
+    init_state: Mapping
+    head: tuple
+    trainable: tuple
+    probe: Callable | None = None
+    fresh_state: Callable | None = None
+    train: Callable | None = None
+    active: tuple = ()
+    new: frozenset = frozenset()
+    absent: frozenset = frozenset()
+    states: Mapping = field(default_factory=dict)
+    updates: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        sizes = np.asarray(self.sizes).view()  # the engine's array stays its own
+        sizes.flags.writeable = False
+        fixed = {
+            "sizes": sizes,
+            "head": tuple(self.head),
+            "trainable": tuple(self.trainable),
+            "active": tuple(self.active),
+            "new": frozenset(self.new),
+            "absent": frozenset(self.absent),
+        }
+        for name in ("init_state", "states", "updates"):
+            fixed[name] = _read_only(getattr(self, name))
+        for name, value in fixed.items():  # a frozen dataclass sets its fields this way
+            object.__setattr__(self, name, value)
 
 
 def weighted_average(states: list, weights) -> dict:
