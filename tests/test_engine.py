@@ -212,3 +212,24 @@ def test_final_errors_are_keyed_by_client_so_a_missing_one_shows():
     # each client's best epoch is its own, whatever epoch it missed
     assert f["best_over_epochs"]["client_test_error"][5] is not None
     assert f["best_over_epochs"]["missing"] == []
+
+
+class GarbledProbeBackend(DroppingBackend):
+    """A LocalBackend whose client ``drop`` garbles its probe answers while epoch ``epoch``
+    is planned (after training epoch ``epoch - 1``)."""
+
+    def probe(self, i, state):
+        if self.now == self.epoch - 1 and i == self.drop:
+            return (float("nan"), 0.5)
+        return self.inner.probe(i, state)
+
+
+def test_a_probe_refused_while_an_epoch_is_planned_is_recorded_at_that_epoch():
+    from hcct_lite.training.engine import LocalBackend, init_model
+
+    cfg = make_config("rotated-digits", "ifca", 0, epochs=4)
+    inner = LocalBackend(cfg, build_clients(cfg), init_model(cfg, 0, "cpu"), "cpu")
+    r = run_experiment(cfg, progress=False, backend=GarbledProbeBackend(inner, 1, 2))
+    refused = {(x["client"], x["epoch"]) for x in r["rejected"]}
+    assert refused == {(1, 2)} and "out of range" in r["rejected"][0]["reason"]
+    assert r["history"][2]["missing"] == [1] and r["history"][3]["missing"] == []

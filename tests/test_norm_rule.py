@@ -35,21 +35,21 @@ def _reply(scale):
 def test_a_boosted_update_is_rejected_naming_its_ratio_to_the_median():
     screen = ReplyScreen(sizes=[50] * 5, norm_limit=10.0)
     replies = {0: _reply(1e6), 1: _reply(1.0), 2: _reply(1.2), 3: _reply(0.9), 4: _reply(1.1)}
-    ok = screen.accepted_training(replies, dict.fromkeys(replies, START))
+    ok = screen.accepted_training(replies, dict.fromkeys(replies, START), 0)
     assert sorted(ok) == [1, 2, 3, 4]
     (rejection,) = screen.rejected
     assert rejection["client"] == 0
     assert "update norm 2e+06 is 9.09e+05 times the round's median 2.2, and" in rejection["reason"]
     assert "norm rule: at most 10 times" in rejection["reason"]
     assert ReplyScreen([50] * 5, norm_limit=0).accepted_training(
-        replies, dict.fromkeys(replies, START)
+        replies, dict.fromkeys(replies, START), 0
     )[0]
 
 
 def test_an_update_of_1e37_entries_is_measured_in_float64():
     screen = ReplyScreen(sizes=[50] * 3, norm_limit=10.0)
     replies = {0: _reply(1e37), 1: _reply(1.0), 2: _reply(1.0)}
-    assert sorted(screen.accepted_training(replies, dict.fromkeys(replies, START))) == [1, 2]
+    assert sorted(screen.accepted_training(replies, dict.fromkeys(replies, START), 0)) == [1, 2]
 
 
 @settings(max_examples=200, deadline=None)
@@ -80,14 +80,14 @@ def test_the_screen_refuses_what_the_aggregator_clips_to_the_same_limit(scale):
     factor, sizes = 4.0, [10, 10, 10, 10, 20]  # batch size 10: the fifth silo takes 2 steps
     replies = {i: _reply(1.0) for i in range(4)} | {4: _reply(scale)}
     screen = ReplyScreen([50] * 5, norm_limit=factor, steps=[1, 1, 1, 1, 2])
-    kept = screen.accepted_training(replies, dict.fromkeys(replies, START))
+    kept = screen.accepted_training(replies, dict.fromkeys(replies, START), 0)
     limit = norm_bound([1.0] * 4 + [scale], [1, 1, 1, 1, 2], factor).limits[4]  # 8.0
     assert (4 in kept) == (scale <= limit)
     agg = Aggregator("clipped-mean", clip_factor=factor, batch_size=10, local_epochs=1)
     deltas = [[1.0, 0.0]] * 4 + [[scale, 0.0]]
     states = [{"w": torch.tensor(d)} for d in deltas]
     start = {"w": torch.zeros(2)}
-    out = agg.combine(states, [start] * 5, [1.0] * 5, sizes, range(5))
+    out = agg.combine(states, [start] * 5, [1.0] * 5, sizes, range(5), epoch=0)
     assert out["w"][0].item() == pytest.approx((4 + min(scale, limit)) / 5)
 
 
@@ -112,10 +112,8 @@ def test_a_member_missing_last_epoch_does_not_pull_its_group_back():
     stale, fresh = {"w": torch.zeros(2)}, {"w": torch.ones(2)}
     server = ServerView(
         sizes=np.array([10, 10, 10]), init_state=stale, head=[], trainable=["w"],
-        probe=None, fresh_state=None, train=None,
+        active=[0, 1, 2], absent={0}, states={0: stale, 1: fresh, 2: fresh},
     )  # fmt: skip
-    server.active, server.absent = [0, 1, 2], {0}
-    server.states = {0: stale, 1: fresh, 2: fresh}
     plan = Global().plan(1, server)
     assert all(torch.equal(plan.start[i]["w"], fresh["w"]) for i in range(3))
 
@@ -167,10 +165,10 @@ def test_a_booster_is_never_averaged_with_an_honest_silo(scheme, unguarded_joins
 def test_a_client_alone_is_never_rejected_by_the_rule():
     screen = ReplyScreen(sizes=[50] * 5, norm_limit=10.0)
     replies = {0: _reply(1e6), 1: _reply(1.0), 2: _reply(1.2), 3: _reply(0.9), 4: _reply(1.1)}
-    ok = screen.accepted_training(replies, dict.fromkeys(replies, START), [[0], [1, 2], [3, 4]])
+    ok = screen.accepted_training(replies, dict.fromkeys(replies, START), 0, [[0], [1, 2], [3, 4]])
     assert sorted(ok) == [0, 1, 2, 3, 4] and screen.rejected == []
     ok = screen.accepted_training(
-        dict(replies), dict.fromkeys(replies, START), [[0, 1], [2], [3, 4]]
+        dict(replies), dict.fromkeys(replies, START), 0, [[0, 1], [2], [3, 4]]
     )
     assert sorted(ok) == [1, 2, 3, 4]
 
@@ -203,16 +201,16 @@ def test_a_silo_with_more_steps_is_judged_per_step_and_one_with_fewer_as_it_stan
     """32x the data, 32x the steps: an honest update 23x the median is not refused."""
     replies = {0: _reply(23.0), 1: _reply(1.0), 2: _reply(1.2), 3: _reply(0.9), 4: _reply(1.1)}
     per_step = ReplyScreen([50] * 5, norm_limit=20.0, steps=[32, 1, 1, 1, 1])
-    kept = per_step.accepted_training(dict(replies), dict.fromkeys(replies, START))
+    kept = per_step.accepted_training(dict(replies), dict.fromkeys(replies, START), 0)
     assert sorted(kept) == [0, 1, 2, 3, 4]
     raw = ReplyScreen([50] * 5, norm_limit=20.0)  # one step each: the old rule
-    kept = raw.accepted_training(dict(replies), dict.fromkeys(replies, START))
+    kept = raw.accepted_training(dict(replies), dict.fromkeys(replies, START), 0)
     assert sorted(kept) == [1, 2, 3, 4]
     # a silo of 6 steps among silos of 23-28 whose updates have shrunk: 20-35x the median
     # per step (seen in Table II's pattern (1,3)), but not longer than the others' updates
     few = {0: _reply(2.0), 1: _reply(1.0), 2: _reply(1.2), 3: _reply(0.9), 4: _reply(1.1)}
     small = ReplyScreen([50] * 5, norm_limit=20.0, steps=[1, 30, 30, 30, 30])
-    assert sorted(small.accepted_training(few, dict.fromkeys(few, START))) == [0, 1, 2, 3, 4]
+    assert sorted(small.accepted_training(few, dict.fromkeys(few, START), 0)) == [0, 1, 2, 3, 4]
 
 
 def test_a_big_honest_silo_trains_with_the_federation():
@@ -229,5 +227,5 @@ def test_a_big_honest_silo_trains_with_the_federation():
 def test_of_two_replies_the_shorter_is_the_reference():
     screen = ReplyScreen(sizes=[50] * 2, norm_limit=20.0)
     replies = {0: _reply(1e6), 1: _reply(1.0)}  # the median of two would be 5e5
-    assert sorted(screen.accepted_training(replies, dict.fromkeys(replies, START))) == [1]
+    assert sorted(screen.accepted_training(replies, dict.fromkeys(replies, START), 0)) == [1]
     assert "the round's smaller 2" in screen.rejected[0]["reason"]

@@ -48,8 +48,7 @@ BAD = {
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_a_bad_training_reply_is_rejected_with_a_reason(case):
     screen = ReplyScreen(sizes=[50, 50])
-    screen.epoch = 3
-    ok = screen.accepted_training({0: _good(), 1: BAD[case]}, {0: START, 1: START})
+    ok = screen.accepted_training({0: _good(), 1: BAD[case]}, {0: START, 1: START}, 3)
     assert list(ok) == [0]
     ((rej,),) = [screen.rejected]
     assert rej["client"] == 1 and rej["epoch"] == 3 and rej["reason"]
@@ -58,14 +57,14 @@ def test_a_bad_training_reply_is_rejected_with_a_reason(case):
 
 def test_a_reply_nobody_asked_for_is_rejected():
     screen = ReplyScreen(sizes=[50, 50])
-    assert screen.accepted_training({1: _good()}, {0: START}) == {}
+    assert screen.accepted_training({1: _good()}, {0: START}, 0) == {}
     assert "not sent" in screen.rejected[0]["reason"]
 
 
 def test_errors_and_probes_out_of_range_are_rejected():
     screen = ReplyScreen(sizes=[10] * 6)
     tested = {0: 12.5, 1: -50.0, 2: 150.0, 3: math.nan, 4: "x", 5: Rejected("garbled")}
-    assert screen.accepted_errors(tested) == {0: 12.5}
+    assert screen.accepted_errors(tested, 0) == {0: 12.5}
     assert [r["client"] for r in screen.rejected] == [1, 2, 3, 4, 5]
     answers = {
         0: (0.3, 0.9),
@@ -75,10 +74,29 @@ def test_errors_and_probes_out_of_range_are_rejected():
         4: "?",
         5: Rejected("x"),
     }
-    probe = screen.checked_probe(lambda i, state: answers[i])
+    probe = screen.checked_probe(lambda i, state: answers[i], 0)
     assert probe(0, None) == (0.3, 0.9)
     assert [probe(i, None) for i in (1, 2, 3, 4, 5)] == [None] * 5
     assert len(screen.rejected) == 5 + 4  # a silent client (None) is not a rejection
+
+
+def test_each_refusal_is_recorded_at_the_epoch_the_screen_is_given():
+    screen = ReplyScreen(sizes=[50, 50, 50], norm_limit=2.0)
+    # a norm-rule refusal (client 2's update, 1e4 times the others') in epoch 7
+    replies = {i: _good() for i in range(3)}
+    replies[2] = _good(update={"w": torch.full((3,), 1e4)})
+    assert sorted(screen.accepted_training(replies, dict.fromkeys(replies, START), 7)) == [0, 1]
+    screen.accepted_training({0: BAD["nan loss"]}, {0: START}, 2)  # a bad reply, epoch 2
+    screen.accepted_errors({1: 150.0, 2: 10.0}, 5)
+    probe_9, probe_4 = (screen.checked_probe(lambda i, s: (-1.0, 0.5), t) for t in (9, 4))
+    assert probe_9(0, START) is None and probe_4(1, START) is None
+    assert [(r["client"], r["epoch"]) for r in screen.rejected] == [(2, 7), (0, 2), (1, 5),
+                                                                     (0, 9), (1, 4)]  # fmt: skip
+    assert "norm rule" in screen.rejected[0]["reason"]
+    # a screen holds no epoch of its own: each call says which
+    assert "epoch" not in vars(screen)
+    with pytest.raises(TypeError, match="epoch"):
+        screen.accepted_errors({0: 10.0})
 
 
 def test_an_overflowing_model_is_the_worst_on_a_probe_not_the_best():
@@ -96,7 +114,7 @@ def test_an_overflowing_model_is_the_worst_on_a_probe_not_the_best():
     loss, error = evaluate(model, {k: v * 0 for k, v in huge.items()}, x, y)
     assert loss == pytest.approx(math.log(3)) and 0 <= error <= 100
     screen = ReplyScreen(sizes=[10, 10])
-    probe = screen.checked_probe(lambda i, state: (math.inf, 0.3) if i == 0 else (-math.inf, 0.3))
+    probe = screen.checked_probe(lambda i, s: (math.inf, 0.3) if i == 0 else (-math.inf, 0.3), 0)
     assert probe(0, None) == (math.inf, 0.3) and probe(1, None) is None
     assert [r["client"] for r in screen.rejected] == [1]
 
@@ -225,7 +243,7 @@ def test_the_flower_backend_turns_unreadable_replies_into_rejections():
     assert isinstance(out[0], LocalResult)
     assert all(isinstance(out[i], Rejected) for i in (1, 2, 3))
     screen = ReplyScreen(sizes=[50] * 4)
-    assert list(screen.accepted_training(out, {i: start for i in range(4)})) == [0]
+    assert list(screen.accepted_training(out, {i: start for i in range(4)}, 0)) == [0]
     assert len(screen.rejected) == 3
 
 

@@ -34,13 +34,14 @@ def _combine(kind, deltas, weights=None, sizes=None, **kw):
     n = len(deltas)
     agg = Aggregator(kind, batch_size=10, local_epochs=1, **kw)
     sizes = [10] * n if sizes is None else sizes
-    out = agg.combine(_states(deltas), [START] * n, weights or [1.0] * n, sizes, range(n))
+    w = weights or [1.0] * n
+    out = agg.combine(_states(deltas), [START] * n, w, sizes, range(n), epoch=0)
     return out["w"].tolist(), agg
 
 
 def test_mean_is_fedavg_bit_for_bit():
     states = _states([[1, 2, 3], [0.5, 0.1, 7], [2, 2, 2]], counts=[4, 6, 9])
-    got = Aggregator("mean").combine(states, [START] * 3, [5, 1, 2], [5, 1, 2])
+    got = Aggregator("mean").combine(states, [START] * 3, [5, 1, 2], [5, 1, 2], epoch=0)
     want = weighted_average(states, [5, 1, 2])
     assert all(torch.equal(got[k], want[k]) for k in want)
 
@@ -111,7 +112,7 @@ def test_two_replies_are_clipped_to_the_smaller_and_recorded(kind):
 def test_integer_entries_keep_the_rounded_weighted_average(kind):
     states = _states([[1, 0, 0], [2, 0, 0], [3, 0, 0]], counts=[2, 4, 9])
     agg = Aggregator(kind, batch_size=10)
-    out = agg.combine(states, [START] * 3, [1, 1, 1], [10, 10, 10])
+    out = agg.combine(states, [START] * 3, [1, 1, 1], [10, 10, 10], epoch=0)
     assert out["n"].item() == 5 and out["n"].dtype == torch.int64
 
 
@@ -198,18 +199,45 @@ def test_a_liar_with_a_huge_weight_moves_a_robust_rule_no_more_than_any_member()
 
 def test_two_that_disagree_keep_the_one_the_round_backs_and_say_so():
     agg = Aggregator("krum-mean", batch_size=10)
-    agg.reference = {"w": torch.tensor([1.0, 0.5, 0.0])}  # the round's median delta
-    out = agg.combine(_states([[1, 0, 0], [-4, 0, 0]]), [START] * 2, [1, 1], [10, 10], [3, 5])
+    ref = {"w": torch.tensor([1.0, 0.5, 0.0])}  # the round's median delta
+    pair = [START] * 2, [1, 1], [10, 10]
+    out = agg.combine(_states([[1, 0, 0], [-4, 0, 0]]), *pair, [3, 5], epoch=4, reference=ref)
     assert out["w"].tolist() == [1, 0, 0]  # the flip is left out, the victim kept whole
-    out = agg.combine(_states([[-4, 0, 0], [1, 0, 0]]), [START] * 2, [1, 1], [10, 10], [5, 3])
+    out = agg.combine(_states([[-4, 0, 0], [1, 0, 0]]), *pair, [5, 3], epoch=4, reference=ref)
     assert out["w"].tolist() == [1, 0, 0]  # whatever the order
-    pair = {"kept": 3, "left_out": 5}
-    assert agg.record()["disputes"] == [{"epoch": 0, "pairs": [pair, pair]}]
-    agreeing = agg.combine(_states([[1, 0, 0], [2, 0, 0]]), [START] * 2, [1, 1], [10, 10])
+    kept = {"kept": 3, "left_out": 5}
+    assert agg.record()["disputes"] == [{"epoch": 4, "pairs": [kept, kept]}]
+    agreeing = agg.combine(_states([[1, 0, 0], [2, 0, 0]]), *pair, epoch=4, reference=ref)
     assert agreeing["w"].tolist() == pytest.approx([1.5, 0, 0])  # agreeing pairs: averaged
-    agg.reference = None  # fewer than three replies in the round: nothing to go by
-    out = agg.combine(_states([[1, 0, 0], [-1, 0, 0]]), [START] * 2, [1, 1], [10, 10])
+    # fewer than three replies in the round: nothing to go by, both kept
+    out = agg.combine(_states([[1, 0, 0], [-1, 0, 0]]), *pair, epoch=4, reference=None)
     assert out["w"].tolist() == [0, 0, 0]
+
+
+def test_the_aggregator_records_at_the_epoch_it_is_given_and_keeps_no_round():
+    agg = Aggregator("median", batch_size=10)
+    ref = {"w": torch.tensor([1.0, 0.0, 0.0])}
+    apart, pair = _states([[1, 0, 0], [-4, 0, 0]]), ([START] * 2, [1, 1], [10, 10])
+    agg.combine(apart, *pair, [7, 2], epoch=5, reference=ref)
+    before = dict(vars(agg))
+    # a later call without the reference settles nothing: the last round's is not kept
+    out = agg.combine(apart, *pair, [7, 2], epoch=2)
+    assert out["w"].tolist() == [-1.5, 0, 0]  # both averaged (the flip within 4 x the other)
+    three = _states([[1, 0, 0], [2, 0, 0], [3, 0, 0]])
+    agg.combine(three, [START] * 3, [1, 1, 1], [10] * 3, [0, 1, 2], epoch=9, reference=ref)
+    record = agg.record()
+    assert record["few_replies"] == [{"epoch": 2, "groups": [[7, 2]]},
+                                     {"epoch": 5, "groups": [[7, 2]]}]  # fmt: skip
+    assert record["disputes"] == [{"epoch": 5, "pairs": [{"kept": 7, "left_out": 2}]}]
+    # what it holds is its parameters and its record, nothing of a round
+    assert set(vars(agg)) == set(before) == {
+        "kind", "clip_factor", "trim_fraction", "batch_size", "local_epochs", "few_replies",
+        "disputes",
+    }  # fmt: skip
+    with pytest.raises(TypeError, match="epoch"):
+        agg.combine(apart, *pair, [7, 2])  # the epoch is the caller's to say
+    assert Aggregator("mean").dispute_reference([{"w": torch.ones(1)}] * 3) is None
+    assert agg.dispute_reference([{"w": torch.ones(1)}] * 3)["w"].tolist() == [-1.0]
 
 
 def test_the_round_reference_is_the_coordinate_median_of_three_or_more():

@@ -1,5 +1,7 @@
 """Server-side aggregation rules of the schemes, on hand-made states."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -22,7 +24,9 @@ def result(st, acc=0.5):
     return LocalResult(st, {}, 10, 0.0, acc)
 
 
-def view(n, sizes, states=None, probe=None):
+def view(n, sizes, states=None, probe=None, updates=None, train=None):
+    """The read-only view a scheme gets: ``states`` and ``updates`` are the caller's dicts,
+    seen through it (the engine's, in a run)."""
     return ServerView(
         sizes=np.asarray(sizes),
         init_state=state(0, 0),
@@ -30,10 +34,40 @@ def view(n, sizes, states=None, probe=None):
         trainable=["body.weight", "fc.weight"],
         probe=probe,
         fresh_state=lambda k: state(k, k),
-        train=None,
+        train=train,
         active=list(range(n)),
-        states=states or {},
+        states={} if states is None else states,
+        updates={} if updates is None else updates,
     )
+
+
+def test_the_view_a_scheme_gets_cannot_be_written():
+    held_states, held_updates = {0: state(1, 1)}, {}
+    server = view(2, [3, 4], states=held_states, updates=held_updates)
+    for name, value in (("active", [0]), ("states", {}), ("updates", {}), ("probe", None),
+                        ("sizes", np.zeros(2)), ("train", None)):  # fmt: skip
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(server, name, value)
+    for mapping in (server.states, server.updates, server.init_state):
+        with pytest.raises(TypeError):
+            mapping[1] = state(9, 9)
+    with pytest.raises(TypeError):
+        del server.states[0]
+    with pytest.raises(ValueError, match="read-only"):
+        server.sizes[0] = 10**6  # a scheme cannot inflate a client's weight
+    with pytest.raises(AttributeError):
+        server.active.append(5)  # a tuple
+    with pytest.raises(AttributeError):
+        server.new.add(5)  # a frozenset
+    assert isinstance(server.absent, frozenset) and server.active == (0, 1)
+    # the holder's writes show through: the engine records, the scheme reads
+    held_states[1], held_updates[0] = state(2, 2), {"body.weight": torch.ones(2)}
+    assert server.states[1]["body.weight"].tolist() == [2.0, 2.0] and 0 in server.updates
+    # and the holder's array is its own to write
+    sizes = np.array([3, 4])
+    view(2, sizes).sizes  # noqa: B018 - building the view must not freeze the caller's array
+    sizes[0] = 5
+    assert sizes.tolist() == [5, 4]
 
 
 def test_weighted_average_floats_and_counters():
@@ -62,14 +96,14 @@ def test_hcct_p_averages_the_body_and_keeps_each_head():
 
 @pytest.mark.parametrize("scheme", [HCCT, HCCTE])
 def test_a_client_whose_model_did_not_move_stays_alone_and_is_named(scheme):
-    server = view(3, [10, 10, 10])
     same = {"body.weight": torch.tensor([1.0, 2.0]), "fc.weight": torch.tensor([1.0, 0.5])}
-    server.updates = {0: same, 1: dict(same), 2: {k: torch.zeros(2) for k in same}}
+    updates = {0: same, 1: dict(same), 2: {k: torch.zeros(2) for k in same}}
+    server = view(3, [10, 10, 10], updates=updates)
     hcct = scheme(alpha=5.0)  # enough for the two identical clients to pair
     assert hcct.groups(1, server) == [[0, 1], [2]]
     assert hcct.info["unchanged"] == [2] and "total_utility" in hcct.info
-    server.updates = {i: {k: torch.zeros(2) for k in same} for i in range(3)}
-    assert scheme(alpha=5.0).groups(1, server) == [[0], [1], [2]]
+    still = view(3, [10, 10, 10], updates={i: updates[2] for i in range(3)})
+    assert scheme(alpha=5.0).groups(1, still) == [[0], [1], [2]]
 
 
 def test_fedfa_weighs_by_minus_log2_accuracy():
@@ -96,13 +130,12 @@ def _maxfl_server(global_loss):
     def probe(i, st):
         return (0.5 if float(st["body.weight"][0]) == 5 else global_loss[i]), 0.0
 
-    server = view(2, [1, 1], states={0: state(1, 1), 1: state(2, 2)}, probe=probe)
-    server.train = train
-    return server, calls
+    held = {0: state(1, 1), 1: state(2, 2)}  # what the engine holds, the test here
+    return view(2, [1, 1], states=held, probe=probe, train=train), held, calls
 
 
 def test_maxfl_participation_is_stable_while_the_global_model_stays_appealing():
-    server, calls = _maxfl_server([0.1, 0.9])
+    server, held, calls = _maxfl_server([0.1, 0.9])
     scheme = MAXFL(lr=0.1, local_epochs=1, reference_epochs=3, threshold="reference-loss")
     scheme.setup(server)
     plan = scheme.plan(0, server)
@@ -112,7 +145,7 @@ def test_maxfl_participation_is_stable_while_the_global_model_stays_appealing():
     states = scheme.aggregate(0, server, plan, {i: result(state(1, 1)) for i in plan.start})
     joined = []
     for t in range(1, 6):
-        server.states.update(states)
+        held.update(states)  # the engine's write, seen through the view
         plan = scheme.plan(t, server)
         joined.append(plan.info["participants"])
         trained = {i: result(state(7 if i in joined[-1] else 5, 0)) for i in plan.start}
@@ -125,7 +158,7 @@ def test_maxfl_participation_is_stable_while_the_global_model_stays_appealing():
 
 
 def test_maxfl_distance_threshold_is_the_papers():
-    server, _ = _maxfl_server([0.1, 0.1])
+    server, _, _ = _maxfl_server([0.1, 0.1])
     scheme = MAXFL(lr=0.1, local_epochs=1, reference_epochs=1)
     scheme.setup(server)
     scheme.plan(0, server)

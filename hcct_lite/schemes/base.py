@@ -12,7 +12,9 @@ builds one by name.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 import torch
@@ -69,45 +71,76 @@ class Plan:
         )
 
 
-@dataclass(kw_only=True)
+def _read_only(mapping) -> MappingProxyType:
+    return mapping if isinstance(mapping, MappingProxyType) else MappingProxyType(mapping)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # eq: a view is itself, not its values
 class ServerView:
-    """What the server knows and can ask, handed to a scheme by the engine.
+    """What the server knows and can ask, handed to a scheme by the engine: read only.
+
+    The engine builds a view for :meth:`Scheme.setup` and one each epoch (for
+    :meth:`Scheme.plan` and :meth:`Scheme.aggregate`); the epoch itself is their argument
+    ``t``. Assigning a field raises ``FrozenInstanceError``, and an item of ``states``,
+    ``updates`` or ``init_state`` ``TypeError``: what a scheme needs to remember it keeps on
+    itself. The engine's own state (the dicts behind ``states`` and ``updates``) is apart.
 
     Attributes
     ----------
-    sizes : numpy.ndarray (N,)
+    sizes : numpy.ndarray (N,) int, not writeable
         D_i of every client.
-    init_state : dict
-        The common initial model.
-    head : list of str
+    init_state : mapping name -> tensor
+        The common initial model (every newcomer's).
+    head : tuple of str
         State entries of the classifier (HCCT-P keeps them local).
-    trainable : list of str
+    trainable : tuple of str
         Names of the trainable state entries.
-    probe : callable ``(i, state) -> (loss, accuracy in [0, 1])`` or None
-        Evaluates ``state`` on client i's training data (None: no answer).
-    fresh_state : callable ``k -> state``
+    probe : callable ``(i, state) -> (loss, accuracy in [0, 1])``, or None (not offered)
+        Evaluates ``state`` on client i's training data (None: no answer, or an answer
+        refused and recorded at this view's epoch).
+    fresh_state : callable ``k -> state``, or None (not offered)
         A new random initialisation, seeded by k.
-    train : callable ``(starts, lr, epoch) -> {i: LocalResult}``
-        Local training outside an epoch (MAXFL's one-off reference models).
-    active : list of int
-        Clients taking part this epoch; ``new`` those arriving this epoch, ``absent``
-        those that did not answer last epoch.
-    states, updates : dict client -> state dict
-        Each client's current model and its last update.
+    train : callable ``(starts, lr, epoch) -> {i: LocalResult}``, or None (not offered)
+        Local training outside an epoch (MAXFL's one-off reference models); its replies
+        pass the same screen as the epoch's, recorded at this view's epoch.
+    active : tuple of int
+        Clients taking part this epoch, in index order.
+    new, absent : frozenset of int
+        Those arriving this epoch, and those that did not answer last epoch.
+    states, updates : mapping client -> state dict (read only)
+        Each client's current model and its last accepted update: windows onto the
+        engine's records, which show what the engine has recorded so far (at
+        :meth:`Scheme.aggregate`, this epoch's updates).
     """
 
     sizes: np.ndarray
-    init_state: dict
-    head: list
-    trainable: list
-    probe: object
-    fresh_state: object
-    train: object
-    active: list = field(default_factory=list)
-    new: set = field(default_factory=set)
-    absent: set = field(default_factory=set)
-    states: dict = field(default_factory=dict)
-    updates: dict = field(default_factory=dict)
+    init_state: Mapping
+    head: tuple
+    trainable: tuple
+    probe: Callable | None = None
+    fresh_state: Callable | None = None
+    train: Callable | None = None
+    active: tuple = ()
+    new: frozenset = frozenset()
+    absent: frozenset = frozenset()
+    states: Mapping = field(default_factory=dict)
+    updates: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        sizes = np.asarray(self.sizes).view()  # the engine's array stays its own
+        sizes.flags.writeable = False
+        fixed = {
+            "sizes": sizes,
+            "head": tuple(self.head),
+            "trainable": tuple(self.trainable),
+            "active": tuple(self.active),
+            "new": frozenset(self.new),
+            "absent": frozenset(self.absent),
+        }
+        for name in ("init_state", "states", "updates"):
+            fixed[name] = _read_only(getattr(self, name))
+        for name, value in fixed.items():  # a frozen dataclass sets its fields this way
+            object.__setattr__(self, name, value)
 
 
 def weighted_average(states: list, weights) -> dict:
@@ -155,15 +188,29 @@ class Scheme:
     # models): then the norm rule judges every reply, a loner's too
     models_shared = False
 
-    def average(self, states, starts, weights, sizes, members=()) -> dict:
+    def average(self, states, starts, weights, sizes, members, *, epoch, reference=None) -> dict:
         """One model from members' trained ``states`` by the scheme's aggregator.
 
         ``starts`` (n,) the models they trained from, ``weights`` (n,) aggregation
-        weights, ``sizes`` (n,) their D_i, ``members`` their client ids.
+        weights, ``sizes`` (n,) their D_i, ``members`` their client ids; ``epoch`` and
+        ``reference`` (:meth:`dispute_reference`) the round being aggregated (see
+        :meth:`~hcct_lite.schemes.robust.Aggregator.combine`).
         """
         if self.aggregator is None:
             return weighted_average(states, weights)
-        return self.aggregator.combine(states, starts, weights, sizes, list(members))
+        return self.aggregator.combine(
+            states, starts, weights, sizes, list(members), epoch=epoch, reference=reference
+        )
+
+    def dispute_reference(self, results: dict):
+        """The round's reference for the aggregator, from its accepted ``results``, or None.
+
+        ``results`` maps client -> LocalResult (every reply the engine accepted this
+        epoch); None under FedAvg (no aggregator, or ``mean``).
+        """
+        if self.aggregator is None:
+            return None
+        return self.aggregator.dispute_reference([r.update for r in results.values()])
 
     def setup(self, server: ServerView) -> None:  # noqa: B027 - optional hook
         """Called once before epoch 0."""
@@ -219,11 +266,12 @@ class GroupScheme(Scheme):
 
     @override
     def aggregate(self, t, server, plan, results):
-        out = {}
+        out, reference = {}, self.dispute_reference(results)
         for g in plan.groups:
             model = self.average(
                 [results[i].state for i in g], [plan.start.get(i) for i in g],
                 self.weights(g, server, results), server.sizes[g], g,
+                epoch=t, reference=reference,
             )  # fmt: skip
             for i in g:
                 out[i] = self._personal(model, results[i].state, server.head)

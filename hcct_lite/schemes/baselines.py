@@ -164,6 +164,7 @@ class MAXFL(Scheme):
             self.global_state = self.average(
                 [results[i].state for i in members], [plan.start.get(i) for i in members],
                 server.sizes[members], server.sizes[members], members,
+                epoch=t, reference=self.dispute_reference(results),
             )  # fmt: skip
         if not bootstrap:
             for i in members:
@@ -215,13 +216,14 @@ class _ClusterModels(Scheme):
         return sorted((g for g in groups if g), key=lambda g: (g[0], len(g)))
 
     def aggregate(self, t, server, plan, results):
-        choice = plan.per_client
+        choice, reference = plan.per_client, self.dispute_reference(results)
         for j in range(len(self.models)):
             members = sorted(i for i, c in choice.items() if j in c)
             if members:
                 self.models[j] = self.average(
                     [results[i].state for i in members], [plan.start.get(i) for i in members],
                     server.sizes[members], server.sizes[members], members,
+                    epoch=t, reference=reference,
                 )  # fmt: skip
         return {i: self.client_model(c) for i, c in choice.items()}
 

@@ -139,10 +139,14 @@ class Aggregator:
     Each parameter is checked here (:func:`check_aggregation`; ``ValueError`` naming it) and
     fixed for the aggregator's life: assigning one raises ``AttributeError``.
 
+    The aggregator keeps only its record: the round it aggregates (its epoch and the
+    round's reference) is passed to each :meth:`combine`, nothing of it is kept.
+
     Attributes
     ----------
-    few : dict epoch -> groups (lists of client ids) of two, averaged without a robust rule
-    epoch : the epoch being aggregated (the engine sets it)
+    few_replies : dict epoch -> groups (lists of client ids) of two, averaged without a
+        robust rule (the result's ``few_replies``)
+    disputes : dict epoch -> ``{"kept", "left_out"}`` pairs of two that pointed apart
     """
 
     def __init__(self, kind="mean", clip_factor=4.0, trim_fraction=0.25, batch_size=64,
@@ -154,24 +158,35 @@ class Aggregator:
                 raise ValueError(f"{name} must be an int >= 1; got {steps!r}")
         self.kind, self.clip_factor, self.trim_fraction = kind, clip_factor, trim_fraction
         self.batch_size, self.local_epochs = batch_size, local_epochs
-        self.few, self.disputes, self.epoch = {}, {}, 0
-        # the round's robust centre of the updates, as a delta (the engine sets it each epoch)
-        self.reference = None
+        self.few_replies, self.disputes = {}, {}
 
     def __setattr__(self, name, value):
         if name in _PARAMETERS and name in self.__dict__:
             raise AttributeError(f"Aggregator.{name} is fixed when built: make another Aggregator")
         super().__setattr__(name, value)
 
-    def combine(self, states: list, starts: list, weights, sizes, members=()) -> dict:
+    def combine(self, states: list, starts: list, weights, sizes, members=(), *, epoch: int,
+                reference=None) -> dict:  # fmt: skip
         """The group's model from its members' trained ``states``.
 
-        ``starts`` (n,) the models they trained from, ``weights`` (n,) their aggregation
-        weights (D_i, or FedFA's), ``sizes`` (n,) their D_i (for the steps), ``members``
-        their client ids (for the record). The combined delta is added to the common
-        start, or to the weighted average of differing starts (FLSC's members, MAXFL's
-        first epoch): where nothing is clipped, ``clipped-mean`` is FedAvg.
-        Returns a state dict.
+        Parameters
+        ----------
+        states : list of n state dicts, the members' trained models
+        starts : list of n state dicts, the models they trained from
+        weights : (n,) their aggregation weights (D_i, or FedFA's)
+        sizes : (n,) their D_i (for the steps)
+        members : n client ids (for the record)
+        epoch : int, the epoch aggregated: where a group of two or a dispute is recorded
+        reference : mapping name -> tensor, or None. The round's robust centre as a delta
+            (:meth:`dispute_reference`): a group of two that points apart keeps the member
+            it backs; None (fewer than three replies in the round, or FedAvg) keeps both.
+
+        Returns
+        -------
+        dict
+            The group's state dict. The combined delta is added to the common start, or to
+            the weighted average of differing starts (FLSC's members, MAXFL's first epoch):
+            where nothing is clipped, ``clipped-mean`` is FedAvg.
         """
         if self.kind == "mean" or len(states) == 1:
             return weighted_average(states, weights)
@@ -181,8 +196,9 @@ class Aggregator:
         deltas = self._clipped(deltas, local_steps(sizes, self.batch_size, self.local_epochs))
         few = len(states) < 3  # no majority to go by: the clipped mean, recorded
         if few:
-            self.few.setdefault(self.epoch, []).append([int(i) for i in members])
-            w = self._settle_dispute(deltas, w, [int(i) for i in members])
+            ids = [int(i) for i in members]
+            self.few_replies.setdefault(epoch, []).append(ids)
+            w = self._settle_dispute(deltas, w, ids, epoch, reference)
         combined = _COMBINE["clipped-mean" if few else self.kind](deltas, w, self)
         same = all(st is starts[0] for st in starts)
         base = starts[0] if same else weighted_average(starts, weights)
@@ -191,20 +207,29 @@ class Aggregator:
             out[k] = base[k] + combined[k].to(base[k].dtype)
         return out
 
-    def _settle_dispute(self, deltas: list, w, members: list) -> np.ndarray:
-        """The weights of two members, or, where they disagree, of the one the round backs.
+    def dispute_reference(self, updates: list):
+        """The round's reference for :meth:`combine`: :func:`round_reference` of ``updates``.
+
+        ``updates`` are the round's accepted updates (mappings name -> tensor); None for
+        FedAvg (``mean``), which settles no dispute, and for fewer than three updates.
+        """
+        return None if self.kind == "mean" else round_reference(updates)
+
+    def _settle_dispute(self, deltas: list, w, members: list, epoch: int, reference):
+        """(2,) the weights of two members, or, where they disagree, of the one the round backs.
 
         Two updates that point apart (cosine < 0) cannot both be honest progress on a
         shared model, and averaging them lets either one cancel the other. The member whose
-        delta agrees better with the round's :attr:`reference` (the coordinate-wise median
-        of every accepted update, so an honest majority's) keeps weight 1, the other 0, and
-        the pair is recorded in ``disputes``. Without a reference, both keep their weights.
+        delta agrees better with the round's ``reference`` (the coordinate-wise median of
+        every accepted update, so an honest majority's) keeps weight 1, the other 0, and
+        the pair is recorded in ``disputes`` at ``epoch``. Without a reference, both keep
+        their weights.
         """
-        if self.reference is None or _cosine(deltas[0], deltas[1]) >= 0:
+        if reference is None or _cosine(deltas[0], deltas[1]) >= 0:
             return w
-        agree = [_cosine(d, self.reference) for d in deltas]
+        agree = [_cosine(d, reference) for d in deltas]
         kept = int(np.argmax(agree))
-        self.disputes.setdefault(self.epoch, []).append(
+        self.disputes.setdefault(epoch, []).append(
             {"kept": members[kept], "left_out": members[1 - kept]} if members else {}
         )
         return np.eye(2)[kept]
@@ -227,8 +252,9 @@ class Aggregator:
         groups}``) and ``few_replies_note``, what the server did with them.
         """
         out = {"aggregator": self.kind}
-        if self.few:
-            out["few_replies"] = [{"epoch": e, "groups": g} for e, g in sorted(self.few.items())]
+        if self.few_replies:
+            few = sorted(self.few_replies.items())
+            out["few_replies"] = [{"epoch": e, "groups": g} for e, g in few]
             out["few_replies_note"] = (
                 f"groups of two replies: no robust rule can tell which is honest; each update "
                 f"was clipped to {self.clip_factor:g} x the smaller one (as it stands, or per "

@@ -9,6 +9,7 @@ evaluated on its own test split.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -16,10 +17,10 @@ import torch
 from typing_extensions import override
 
 from ..partition.updates import cosine_matrix
-from ..schemes.base import ServerView
+from ..schemes.base import Scheme, ServerView
 from ..schemes.norms import local_steps
 from ..schemes.registry import make_scheme
-from ..schemes.robust import round_reference, vouched_counts
+from ..schemes.robust import vouched_counts
 from .batched import BatchedSGDTrainer
 from .config import RunConfig, arrival_epochs
 from .graphs import GraphedSGDTrainer
@@ -91,22 +92,16 @@ class Backend(Protocol):
         ...
 
     def probe(self, i: int, state: dict):
-        """Evaluate ``state`` on client i's training data: ``(loss, accuracy in [0, 1])``.
-
-        ``None`` when client i does not answer.
-        """
+        """``(loss, accuracy in [0, 1])`` of ``state`` on client i's training data, or None."""
         ...
 
 
 class LocalBackend:
-    """All clients in this process: their data, local SGD and evaluation.
+    """A :class:`Backend` with every client in this process: data, local SGD, evaluation.
 
-    The engine talks to clients only through a backend: ``sizes`` (N,), ``domains``,
-    ``train(starts, lr, epoch) -> {i: LocalResult}``, ``evaluate(states) -> {i: error %}``
-    and ``probe(i, state) -> (loss, accuracy)`` on client i's training data. A backend may
-    return fewer results than asked for (a client that did not answer); the engine then
-    leaves that client out of the epoch. :mod:`hcct_lite.flower` provides a backend whose
-    clients are Flower ClientApps.
+    ``cfg`` a RunConfig, ``clients`` N ClientData (each with at least one training and one
+    test sample), ``model`` the network they train, on ``device``. :mod:`hcct_lite.flower`
+    provides a backend whose clients are Flower ClientApps.
     """
 
     def __init__(self, cfg: RunConfig, clients, model, device):
@@ -193,33 +188,27 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
     # what a silo declared is checked against its replies; what the federation vouches for
     # (count_bound) sets its steps, clip, norm allowance and weight
     sizes = vouched_counts(backend.sizes, cfg.count_bound)
-    steps = local_steps(sizes, cfg.batch_size, cfg.local_epochs)
-    screen = ReplyScreen(backend.sizes, cfg.norm_limit, steps)
-    server = ServerView(
+    fixed = ServerView(
         sizes=sizes,
         init_state=clone_state(model.state_dict()),
         head=head_names(model),
         trainable=[k for k, _ in model.named_parameters()],
-        probe=screen.checked_probe(backend.probe),
         fresh_state=lambda k: clone_state(init_model(cfg, k, device).state_dict()),
-        # MAXFL's reference rounds (each client alone) pass the same screen as the epochs
-        train=lambda starts, lr, epoch: screen.accepted_training(
-            backend.train(starts, lr, epoch), starts, []
-        ),
-    )
+    )  # no probe, no training: each epoch's view has its own, screened at its epoch
+    steps = local_steps(sizes, cfg.batch_size, cfg.local_epochs)
+    screen = ReplyScreen(backend.sizes, cfg.norm_limit, steps)
     scheme = make_scheme(cfg.scheme, cfg)
-    scheme.setup(server)
-    arrive = arrival_epochs(cfg)
-    history, missing, status, epoch_seconds = [], set(), {"state": "complete"}, []
+    run = EngineState(cfg, scheme, backend, screen, arrival_epochs(cfg), fixed)
+    scheme.setup(run.view(0))
+    history, status, epoch_seconds = [], {"state": "complete"}, []
     bar = _progress_bar(cfg) if progress else None
     for t in range(cfg.epochs):
-        screen.epoch = scheme.aggregator.epoch = t
         t_epoch = time.perf_counter()
-        entry, missing = run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen)
+        entry = run_epoch(t, run)
         epoch_seconds.append(time.perf_counter() - t_epoch)
         history.append(entry)
         if entry["mean_test_error"] is None:  # nobody answered: stop, keep what we have
-            status = {"state": "stopped", "epoch": t, "reason": _no_answer(screen, t)}
+            status = {"state": "stopped", "epoch": t, "reason": _no_answer(run.screen, t)}
             break
         if bar is not None:
             bar.update(1)
@@ -236,17 +225,18 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         "history": history,
         "final": summarize(history),
         "status": status,
-        "rejected": screen.rejected,
-        "aggregation": _aggregation(scheme.aggregator, backend.sizes, sizes, cfg.count_bound),
+        "rejected": run.screen.rejected,
+        "aggregation": _aggregation(run),
         "provenance": provenance(str(device), cfg),
         # wall-clock times apart: two runs of one command differ only inside "timing"
         "timing": {"seconds": time.perf_counter() - t0, "epoch_seconds": epoch_seconds},
     }
 
 
-def _aggregation(aggregator, declared, vouched, bound) -> dict:
+def _aggregation(run) -> dict:
     """The aggregator's record, and where ``count_bound`` cut a declared count, by how much."""
-    out = aggregator.record()
+    out = run.scheme.aggregator.record()
+    declared, vouched, bound = run.backend.sizes, run.fixed.sizes, run.cfg.count_bound
     cut = [i for i, (d, v) in enumerate(zip(declared, vouched, strict=True)) if d != v]
     if cut:
         out["vouched_counts"] = [int(v) for v in vouched]
@@ -284,40 +274,81 @@ def _no_answer(screen, t: int) -> str:
     return f"no client answered acceptably ({n} replies rejected)" if n else "no client answered"
 
 
-def run_epoch(t, cfg, scheme, server, backend, arrive, missing, screen) -> tuple:
+@dataclass(eq=False)
+class EngineState:
+    """What the engine holds through a run; a scheme sees it only through :meth:`view`.
+
+    Attributes
+    ----------
+    cfg, scheme, backend, screen : RunConfig, Scheme, Backend, ReplyScreen
+        The screen checks every reply, told the epoch of each call.
+    arrive : numpy.ndarray (N,) int, the epoch each client arrives in
+    fixed : ServerView
+        The view's parts fixed for the run: ``sizes`` (the vouched counts), ``init_state``,
+        ``head``, ``trainable``, ``fresh_state``.
+    states, updates : dict client -> state dict
+        Each client's current model and last accepted update: the engine alone writes them.
+    missing : set of int
+        Clients that did not answer acceptably last epoch.
+    """
+
+    cfg: RunConfig
+    scheme: Scheme
+    backend: Backend
+    screen: ReplyScreen
+    arrive: np.ndarray
+    fixed: ServerView
+    states: dict = field(default_factory=dict)
+    updates: dict = field(default_factory=dict)
+    missing: set = field(default_factory=set)
+
+    def view(self, t: int, active=(), new=()) -> ServerView:
+        """The read-only view of epoch ``t`` (``setup``'s: epoch 0, nobody active yet)."""
+        screen, backend = self.screen, self.backend
+
+        def train(starts, lr, epoch):  # MAXFL's reference rounds pass the epoch's screen
+            return screen.accepted_training(backend.train(starts, lr, epoch), starts, t, [])
+
+        return replace(
+            self.fixed, probe=screen.checked_probe(backend.probe, t), train=train, active=active,
+            new=new, absent=self.missing, states=self.states, updates=self.updates,
+        )  # fmt: skip
+
+
+def run_epoch(t: int, run: EngineState) -> dict:
     """One epoch of Algorithm 1: plan, local training, aggregation, evaluation.
 
-    ``missing`` (clients that did not answer last epoch) sit out the partition. Clients
-    that do not answer now, or whose reply ``screen`` (a :class:`ReplyScreen`) rejects, are
-    dropped from the plan once, here, for every scheme; they keep their model. Returns the
-    epoch's history entry and the clients missing now.
+    Clients missing last epoch (``run.missing``) sit out the partition. Clients that do
+    not answer now, or whose reply ``run.screen`` rejects, are dropped from the plan once,
+    here, for every scheme; they keep their model. Updates ``run``'s states, updates and
+    missing clients, and returns the epoch's history entry.
     """
-    server.active = [i for i in range(cfg.n_clients) if arrive[i] <= t]
-    server.new = {i for i in server.active if arrive[i] == t}
-    server.absent = missing
-    for i in server.new:
-        server.states[i] = server.init_state
+    cfg, scheme, screen, backend = run.cfg, run.scheme, run.screen, run.backend
+    active = [i for i in range(cfg.n_clients) if run.arrive[i] <= t]
+    new = {i for i in active if run.arrive[i] == t}
+    for i in new:
+        run.states[i] = run.fixed.init_state
+    server = run.view(t, active, new)
     lr = cfg.lr * cfg.lr_decay**t
     plan = scheme.plan(t, server)
     # a scheme whose every model may be taken up by others (cluster models) has no loner
     shared = None if scheme.models_shared else plan.groups
-    results = screen.accepted_training(backend.train(plan.start, lr, t), plan.start, shared)
+    results = screen.accepted_training(backend.train(plan.start, lr, t), plan.start, t, shared)
     # missing: planned but silent or rejected, or left out of the plan for a probe
-    missing = set(server.active) - set(results)
+    missing = set(active) - set(results)
     plan = plan.without(missing)
-    server.updates.update({i: r.update for i, r in results.items()})
-    if scheme.aggregator.kind != "mean":  # the honest majority's direction, for disputes
-        scheme.aggregator.reference = round_reference([r.update for r in results.values()])
-    server.states.update(scheme.aggregate(t, server, plan, results))
+    run.updates.update({i: r.update for i, r in results.items()})
+    run.states.update(scheme.aggregate(t, server, plan, results))
     tested = screen.accepted_errors(
-        backend.evaluate({i: server.states[i] for i in server.active if i not in missing})
+        backend.evaluate({i: run.states[i] for i in active if i not in missing}), t
     )
-    entry = history_entry(t, lr, server.active, plan, results, tested, missing)
+    run.missing = missing
+    entry = history_entry(t, lr, active, plan, results, tested, missing)
     if cfg.record_cosines:  # pairwise cosines of this epoch's updates, clients sorted
         ids = sorted(results)
         entry["update_cosines"] = cosine_matrix([results[i].update for i in ids]).tolist()
         entry["update_clients"] = ids
-    return entry, missing
+    return entry
 
 
 def history_entry(t, lr, active, plan, results, tested, missing) -> dict:

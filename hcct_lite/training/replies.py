@@ -141,48 +141,61 @@ class ReplyScreen:
         :func:`~hcct_lite.schemes.norms.norm_bound` limit
     steps : (N,) local SGD steps of each silo per epoch (default 1 each), for the limit
 
+    Each method that may refuse a reply is told the ``epoch`` it screens, and records a
+    refusal at that epoch; the screen keeps no epoch of its own.
+
     Attributes
     ----------
     rejected : list of ``{"client", "epoch", "reason"}``, in the order they happened
-    epoch : the epoch being screened (the engine sets it)
     """
 
     def __init__(self, sizes, norm_limit: float = 0.0, steps=None):
         self.sizes = [int(s) for s in sizes]
         self.norm_limit = float(norm_limit)
         self.steps = [1] * len(self.sizes) if steps is None else [int(s) for s in steps]
-        self.rejected, self.epoch = [], 0
+        self.rejected = []
 
-    def reject(self, client: int, reason: str) -> None:
-        """Record (and log) that ``client``'s reply in this epoch was refused."""
-        self.rejected.append({"client": int(client), "epoch": self.epoch, "reason": reason})
-        log.warning("epoch %d: reply of client %d rejected: %s", self.epoch, client, reason)
+    def reject(self, client: int, reason: str, epoch: int) -> None:
+        """Record (and log) that ``client``'s reply in ``epoch`` was refused."""
+        self.rejected.append({"client": int(client), "epoch": int(epoch), "reason": reason})
+        log.warning("epoch %d: reply of client %d rejected: %s", epoch, client, reason)
 
-    def accepted_training(self, results: dict, starts: dict, groups=None) -> dict:
+    def accepted_training(self, results: dict, starts: dict, epoch: int, groups=None) -> dict:
         """The training replies that are usable; the others are rejected (client missing).
+
+        Parameters
+        ----------
+        results : dict client -> LocalResult or :class:`Rejected`, what the backend returned
+        starts : dict client -> state dict, the models the clients were sent
+        epoch : int, the epoch screened (where a refusal is recorded)
+        groups : list of lists of int, or None (every client shares its model)
+
+        Returns
+        -------
+        dict client -> LocalResult, the accepted replies (a subset of ``results``).
 
         Replies that pass the per-reply checks then pass the norm rule (``norm_limit``) if
         they are about to be averaged with others: their client shares a group of
-        ``groups`` (all clients when None) with another. A client alone changes no one's
-        model, and clients training apart drift apart: late in Independent training on
-        FMNIST honest update norms reach 15 times the round's median.
+        ``groups`` with another. A client alone changes no one's model, and clients
+        training apart drift apart: late in Independent training on FMNIST honest update
+        norms reach 15 times the round's median.
         """
         ok = {}
         for i, r in results.items():
             if i not in starts:
-                self.reject(i, "answered a training request it was not sent")
+                self.reject(i, "answered a training request it was not sent", epoch)
                 continue
             problem = train_problem(r, starts[i], self.sizes[i])
             if problem:
-                self.reject(i, problem)
+                self.reject(i, problem, epoch)
             else:
                 ok[i] = r
         if self.norm_limit <= 0 or not ok:
             return ok
         shared = None if groups is None else {i for g in groups if len(g) > 1 for i in g}
-        return self._norm_rule(ok, shared)
+        return self._norm_rule(ok, shared, epoch)
 
-    def _norm_rule(self, results: dict, shared) -> dict:
+    def _norm_rule(self, results: dict, shared, epoch: int) -> dict:
         # every accepted reply is evidence of an honest norm, a loner's too; only those to
         # be averaged with others are judged
         raw = {i: update_norm(r.update) for i, r in results.items()}
@@ -197,43 +210,52 @@ class ReplyScreen:
                 f"update norm {norm:.3g} is {ratio} the round's {bound.basis} {ref:.3g}, and "
                 f"{norm / self.steps[i] / max(ref_step, 1e-300):.3g} times it per local step "
                 f"(norm rule: at most {self.norm_limit:g} times)",
+                epoch,
             )
             del results[i]
         return results
 
-    def accepted_errors(self, tested: dict) -> dict:
-        """Test errors (in %) that are finite and in [0, 100]; the others are rejected."""
+    def accepted_errors(self, tested: dict, epoch: int) -> dict:
+        """Test errors (in %) that are finite and in [0, 100]; the others are rejected.
+
+        ``tested`` maps client -> error (or :class:`Rejected`); a refusal is recorded at
+        ``epoch``. Returns client -> float.
+        """
         ok = {}
         for i, e in tested.items():
             if isinstance(e, Rejected):
-                self.reject(i, e.reason)
+                self.reject(i, e.reason, epoch)
             elif _finite(e) and 0.0 <= float(e) <= 100.0:
                 ok[i] = float(e)
             else:
-                self.reject(i, f"test error {e!r} is not a number in [0, 100]")
+                self.reject(i, f"test error {e!r} is not a number in [0, 100]", epoch)
         return ok
 
-    def checked_probe(self, probe):
-        """Wrap ``probe(i, state)``: a bad answer counts as no answer (None)."""
+    def checked_probe(self, probe, epoch: int):
+        """Wrap ``probe(i, state)`` for ``epoch``: a bad answer counts as no answer (None).
+
+        Returns a callable ``(i, state) -> (loss, accuracy) or None`` that records each
+        refusal at ``epoch`` (the engine makes one per epoch, for that epoch's view).
+        """
 
         def checked(i, state):
             answer = probe(i, state)
             if answer is None:
                 return None
             if isinstance(answer, Rejected):
-                self.reject(i, answer.reason)
+                self.reject(i, answer.reason, epoch)
                 return None
             try:
                 loss, acc = answer
             except (TypeError, ValueError):
-                self.reject(i, f"probe answer {answer!r} is not (loss, accuracy)")
+                self.reject(i, f"probe answer {answer!r} is not (loss, accuracy)", epoch)
                 return None
             # +inf is an answer: the model overflows on this client's data, the worst one
             # (a scheme never picks it); NaN, a negative loss or a bad accuracy is not
             worst = isinstance(loss, (int, float)) and loss == math.inf
             bad_loss = not worst and (not _finite(loss) or loss < 0)
             if bad_loss or not _finite(acc) or not 0.0 <= acc <= 1.0:
-                self.reject(i, f"probe answer ({loss!r}, {acc!r}) is out of range")
+                self.reject(i, f"probe answer ({loss!r}, {acc!r}) is out of range", epoch)
                 return None
             return float(loss), float(acc)
 
