@@ -114,8 +114,10 @@ grade: venv
 # Refresh the outputs nbval checks, then strip every other output (small diffs) with
 # nbstripout: a cell keeps its outputs when its metadata says keep_output (the cells marked
 # NBVAL_CHECK_OUTPUT, tests/test_stripped_notebooks.py checks both ways), cell ids stay,
-# and editor state goes. The pre-commit hook runs the same options.
-NBSTRIPOUT_ARGS := --keep-id --extra-keys "metadata.vscode metadata.toc metadata.celltoolbar \
+# execution counts stay (nbval fails a cell whose outputs have no count: "unrun reference
+# cell"; nbstripout cannot keep them on the kept cells alone), and editor state goes. The
+# pre-commit hook runs the same options.
+NBSTRIPOUT_ARGS := --keep-id --keep-count --extra-keys "metadata.vscode metadata.toc metadata.celltoolbar \
   metadata.varInspector cell.metadata.editable cell.metadata.deletable cell.metadata.slideshow \
   cell.metadata.vscode cell.metadata.jp-MarkdownHeadingCollapsed"
 notebooks: venv

@@ -3,7 +3,7 @@
 A notebook's cells share one kernel and run in order, and the federations of the deployment
 tests each start a SuperLink and SuperNodes whose round timeouts assume the cores are theirs:
 so each file goes whole to one worker, the files that start a federation to the same one,
-and the notebooks (the longest files) are handed out first.
+and the longest (the federations, then the notebooks) are handed out first.
 """
 
 from pathlib import Path
@@ -29,7 +29,14 @@ def pytest_xdist_make_scheduler(config, log):
     return FileScheduling(config, log)
 
 
+def _start_order(item) -> int:
+    """0 for the federation files, 1 for a notebook, 2 for the rest."""
+    if item.path.name in FEDERATION_FILES:
+        return 0
+    return 1 if item.path.suffix == ".ipynb" else 2
+
+
 def pytest_collection_modifyitems(config, items):
-    """The notebooks first, the rest in pytest's order."""
+    """The longest files first (the federations, then the notebooks), so none ends alone."""
     # stable: each notebook's cells keep their order, and every worker sees the same order
-    items.sort(key=lambda item: item.path.suffix != ".ipynb")
+    items.sort(key=_start_order)
