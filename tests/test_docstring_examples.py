@@ -1,0 +1,23 @@
+"""The Examples sections of the public API's docstrings run, and show what they claim."""
+
+import doctest
+import importlib
+
+import pytest
+
+# Every module whose public docstrings carry an Examples section.
+MODULES = [
+    "hcct_lite.partition.greedy",
+    "hcct_lite.partition.exact",
+    "hcct_lite.partition.utility",
+    "hcct_lite.partition.layer_selection",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name):
+    module = importlib.import_module(name)
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    result = doctest.testmod(module, optionflags=flags, report=True, verbose=False)
+    assert result.attempted > 0, f"{name} has no docstring example"
+    assert result.failed == 0, f"{result.failed} docstring example(s) of {name} failed"
