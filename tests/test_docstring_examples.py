@@ -11,6 +11,7 @@ MODULES = [
     "hcct_lite.partition.exact",
     "hcct_lite.partition.utility",
     "hcct_lite.partition.layer_selection",
+    "hcct_lite.training.config",
 ]
 
 
