@@ -12,6 +12,8 @@ MODULES = [
     "hcct_lite.partition.utility",
     "hcct_lite.partition.layer_selection",
     "hcct_lite.training.config",
+    "hcct_lite.training.models",
+    "hcct_lite.schemes.registry",
 ]
 
 
