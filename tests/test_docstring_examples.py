@@ -14,6 +14,7 @@ MODULES = [
     "hcct_lite.training.config",
     "hcct_lite.training.models",
     "hcct_lite.schemes.registry",
+    "hcct_lite.runs.runner",
 ]
 
 
