@@ -15,6 +15,7 @@ MODULES = [
     "hcct_lite.training.models",
     "hcct_lite.schemes.registry",
     "hcct_lite.runs.runner",
+    "hcct_lite.theory",
 ]
 
 
