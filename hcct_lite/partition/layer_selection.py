@@ -30,9 +30,9 @@ def layer_scores(updates_by_layer: Sequence[Mapping], by: str = "module") -> dic
 
     Parameters
     ----------
-    updates_by_layer : sequence of N mappings name -> tensor
+    updates_by_layer : sequence of n_clients mappings name -> tensor or array
         Each client's update, entry by entry (e.g. ``weight`` and ``bias`` of each layer).
-    by : ``"module"`` or ``"entry"``
+    by : {"module", "entry"}, default="module"
         ``"module"`` pools the entries of one module (``fc1.weight`` and ``fc1.bias``).
 
     Returns

@@ -60,7 +60,39 @@ def _benefit_matrix(ctx, groups):
 def merge_steps(updates, sizes, alpha=1.0, num_groups=None) -> list:
     """Replay the greedy merge; return one :class:`MergeStep` per step, the stop included.
 
-    Parameters are those of :func:`hcct_lite.partition.client_partition`.
+    Parameters
+    ----------
+    updates : array-like or Tensor of shape (n_clients, n_params), or sequence of mappings
+        Client updates, in any format of :func:`~hcct_lite.partition.client_partition`.
+    sizes : array-like of shape (n_clients,)
+        Positive integer sample counts ``D_i``.
+    alpha : float >= 0, array-like of shape (n_clients,), or "size", default=1.0
+        Trade-off between data volume and similarity.
+    num_groups : int in [1, n_clients] or None, default=None
+        As in :func:`~hcct_lite.partition.client_partition`.
+
+    Returns
+    -------
+    list of MergeStep
+        ``len(partition.merges) + 1`` steps: before step k, ``groups`` (K groups) and
+        ``benefits`` of shape (K, K); the last step is where the algorithm stops.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For any input :func:`~hcct_lite.partition.client_partition` refuses.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hcct_lite.partition import merge_steps
+    >>> updates = np.array([[1.0, 0.1], [0.9, 0.2], [0.1, 1.0], [0.2, 0.9]])
+    >>> steps = merge_steps(updates, sizes=[100, 120, 80, 90], alpha=10.0)
+    >>> [(step.groups, step.chosen) for step in steps]
+    [([[0], [1], [2], [3]], (2, 3)), ([[0], [1], [2, 3]], (0, 1)), ([[0, 1], [2, 3]], None)]
+    >>> steps[-1].benefits.round(3)  # merging the last two groups would lose utility
+    array([[   nan, -0.665],
+           [-0.665,    nan]])
     """
     p = client_partition(updates, sizes, alpha, num_groups)
     gram = gram_matrix(updates)
@@ -83,7 +115,30 @@ def merge_steps(updates, sizes, alpha=1.0, num_groups=None) -> list:
 
 
 def pair_benefits(updates, sizes, alpha=1.0) -> np.ndarray:
-    """(N, N) benefit of merging each pair of singleton clients (NaN on the diagonal)."""
+    """The benefit of merging each pair of single clients: the greedy's first choice.
+
+    Parameters
+    ----------
+    updates, sizes, alpha
+        As in :func:`merge_steps` (``alpha`` default=1.0).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_clients, n_clients)
+        Symmetric, NaN on the diagonal; > 0 where merging the two clients raises their
+        summed utility.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hcct_lite.partition import pair_benefits
+    >>> updates = np.array([[1.0, 0.1], [0.9, 0.2], [0.1, 1.0], [0.2, 0.9]])
+    >>> pair_benefits(updates, [100, 120, 80, 90], alpha=10.0).round(3)
+    array([[   nan,  0.089, -0.345, -0.278],
+           [ 0.089,    nan, -0.282, -0.22 ],
+           [-0.345, -0.282,    nan,  0.115],
+           [-0.278, -0.22 ,  0.115,    nan]])
+    """
     return merge_steps(updates, sizes, alpha, num_groups=None)[0].benefits
 
 
