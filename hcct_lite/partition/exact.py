@@ -140,9 +140,31 @@ def optimal_partition(updates, sizes, alpha=1.0) -> Partition:
 def greedy_vs_optimal(n_instances=50, n_clients=8, alpha=100.0, dim=200, seed=0) -> dict:
     """How close the greedy merge comes to the optimum of P1 on random clustered federations.
 
-    Returns a dict: ``instances``, ``same_partition`` (count where greedy finds the
-    optimum's groups), ``same_utility`` (count within 1e-9), ``mean_gap`` and ``max_gap``
-    (optimum total utility minus greedy's, >= 0) and ``gaps`` (n_instances,).
+    Parameters
+    ----------
+    n_instances : int, default=50
+        Federations drawn, each with 1 to ``max(2, n_clients // 2)`` clusters
+        (:func:`~hcct_lite.partition.synthetic.clustered_updates`).
+    n_clients : int in [1, 10], default=8
+        Clients per federation.
+    alpha : float >= 0, default=100.0
+        The trade-off given to both partitions.
+    dim : int, default=200
+        Update dimension.
+    seed : int, default=0
+        Seeds every draw.
+
+    Returns
+    -------
+    dict
+        ``instances``, ``same_partition`` (count where greedy finds the optimum's groups),
+        ``same_utility`` (count within 1e-9), ``mean_gap`` and ``max_gap`` (optimum total
+        utility minus greedy's, >= 0) and ``gaps`` of shape (n_instances,).
+
+    Raises
+    ------
+    ValueError
+        If ``n_clients`` is outside [1, 10].
     """
     from .greedy import client_partition
     from .synthetic import clustered_updates
