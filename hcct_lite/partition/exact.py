@@ -58,12 +58,47 @@ def optimal_partition(updates, sizes, alpha=1.0) -> Partition:
     smallest client, plus the best partition of the rest) covers all B_N partitions in
     3^N steps instead of listing them.
 
-    Parameters are those of :func:`hcct_lite.partition.client_partition`.
+    Parameters
+    ----------
+    updates : array-like or Tensor of shape (n_clients, n_params), or sequence of mappings
+        Client updates, in any format of :func:`~hcct_lite.partition.client_partition`;
+        ``n_clients <= 10`` (:data:`MAX_CLIENTS`).
+    sizes : array-like of shape (n_clients,)
+        Positive integer sample counts ``D_i``.
+    alpha : float >= 0, array-like of shape (n_clients,), or "size", default=1.0
+        Trade-off between data volume and similarity; ``"size"`` means ``alpha_i = D_i``.
 
     Returns
     -------
     Partition
-        With ``merges`` empty; ``total_utility`` is the optimum of P1.
+        ``groups``, ``labels`` of shape (n_clients,) and ``utilities`` of shape
+        (n_clients,); ``merges`` is empty and ``linkage()`` raises (there is no merge
+        history); ``total_utility`` is the optimum of P1.
+
+    Raises
+    ------
+    ValueError
+        If there are more than 10 clients, or for any input
+        :func:`~hcct_lite.partition.client_partition` refuses.
+
+    See Also
+    --------
+    client_partition : The greedy merge (Algorithm 2), for any number of clients.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hcct_lite import optimal_partition
+    >>> updates = np.array([[1.0, 0.1], [0.9, 0.2], [0.1, 1.0], [0.2, 0.9]])
+    >>> best = optimal_partition(updates, sizes=[100, 120, 80, 90], alpha=10.0)
+    >>> best.groups
+    [[0, 1], [2, 3]]
+    >>> round(best.total_utility, 3)
+    3.784
+    >>> optimal_partition(np.eye(11), sizes=[1] * 11)
+    Traceback (most recent call last):
+    ...
+    ValueError: optimal_partition enumerates all B_N partitions and supports N <= 10 ...
     """
     gram = gram_matrix(updates)
     n = gram.shape[0]
@@ -105,9 +140,31 @@ def optimal_partition(updates, sizes, alpha=1.0) -> Partition:
 def greedy_vs_optimal(n_instances=50, n_clients=8, alpha=100.0, dim=200, seed=0) -> dict:
     """How close the greedy merge comes to the optimum of P1 on random clustered federations.
 
-    Returns a dict: ``instances``, ``same_partition`` (count where greedy finds the
-    optimum's groups), ``same_utility`` (count within 1e-9), ``mean_gap`` and ``max_gap``
-    (optimum total utility minus greedy's, >= 0) and ``gaps`` (n_instances,).
+    Parameters
+    ----------
+    n_instances : int, default=50
+        Federations drawn, each with 1 to ``max(2, n_clients // 2)`` clusters
+        (:func:`~hcct_lite.partition.synthetic.clustered_updates`).
+    n_clients : int in [1, 10], default=8
+        Clients per federation.
+    alpha : float >= 0, default=100.0
+        The trade-off given to both partitions.
+    dim : int, default=200
+        Update dimension.
+    seed : int, default=0
+        Seeds every draw.
+
+    Returns
+    -------
+    dict
+        ``instances``, ``same_partition`` (count where greedy finds the optimum's groups),
+        ``same_utility`` (count within 1e-9), ``mean_gap`` and ``max_gap`` (optimum total
+        utility minus greedy's, >= 0) and ``gaps`` of shape (n_instances,).
+
+    Raises
+    ------
+    ValueError
+        If ``n_clients`` is outside [1, 10].
     """
     from .greedy import client_partition
     from .synthetic import clustered_updates

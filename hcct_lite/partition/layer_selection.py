@@ -30,9 +30,9 @@ def layer_scores(updates_by_layer: Sequence[Mapping], by: str = "module") -> dic
 
     Parameters
     ----------
-    updates_by_layer : sequence of N mappings name -> tensor
+    updates_by_layer : sequence of n_clients mappings name -> tensor or array
         Each client's update, entry by entry (e.g. ``weight`` and ``bias`` of each layer).
-    by : ``"module"`` or ``"entry"``
+    by : {"module", "entry"}, default="module"
         ``"module"`` pools the entries of one module (``fc1.weight`` and ``fc1.bias``).
 
     Returns
@@ -63,7 +63,43 @@ def layer_scores(updates_by_layer: Sequence[Mapping], by: str = "module") -> dic
 
 
 def select_layer(updates_by_layer: Sequence[Mapping], by: str = "module") -> str:
-    """Return HCCT-E's layer: the largest :func:`layer_scores` (first in key order on ties)."""
+    """Return HCCT-E's layer: the one whose updates vary most across clients.
+
+    Parameters
+    ----------
+    updates_by_layer : sequence of n_clients mappings name -> tensor or array
+        Each client's update entry by entry (e.g. ``fc1.weight`` and ``fc1.bias``); every
+        client's keys and shapes the same.
+    by : {"module", "entry"}, default="module"
+        ``"module"`` pools the entries of one module (``fc1.weight`` and ``fc1.bias`` make
+        layer ``fc1``); ``"entry"`` scores each entry alone.
+
+    Returns
+    -------
+    str
+        The layer with the largest :func:`layer_scores` (the first in key order on ties).
+
+    Raises
+    ------
+    ValueError
+        If ``by`` is neither value, the mappings' keys or shapes differ, or an update
+        holds NaN or Inf.
+
+    Examples
+    --------
+    Two clients agree on ``fc2`` and disagree on ``fc1``'s weight:
+
+    >>> import torch
+    >>> from hcct_lite import select_layer
+    >>> a = {"fc1.weight": torch.tensor([[1.0, 0.0]]), "fc1.bias": torch.tensor([0.1]),
+    ...      "fc2.weight": torch.tensor([[1.0, 1.0]])}
+    >>> b = {"fc1.weight": torch.tensor([[-1.0, 0.0]]), "fc1.bias": torch.tensor([0.1]),
+    ...      "fc2.weight": torch.tensor([[1.0, 1.0]])}
+    >>> select_layer([a, b])
+    'fc1'
+    >>> select_layer([a, b], by="entry")
+    'fc1.weight'
+    """
     scores = layer_scores(updates_by_layer, by)
     names = list(scores)
     return names[int(np.argmax([scores[k] for k in names]))]

@@ -60,7 +60,39 @@ def _benefit_matrix(ctx, groups):
 def merge_steps(updates, sizes, alpha=1.0, num_groups=None) -> list:
     """Replay the greedy merge; return one :class:`MergeStep` per step, the stop included.
 
-    Parameters are those of :func:`hcct_lite.partition.client_partition`.
+    Parameters
+    ----------
+    updates : array-like or Tensor of shape (n_clients, n_params), or sequence of mappings
+        Client updates, in any format of :func:`~hcct_lite.partition.client_partition`.
+    sizes : array-like of shape (n_clients,)
+        Positive integer sample counts ``D_i``.
+    alpha : float >= 0, array-like of shape (n_clients,), or "size", default=1.0
+        Trade-off between data volume and similarity.
+    num_groups : int in [1, n_clients] or None, default=None
+        As in :func:`~hcct_lite.partition.client_partition`.
+
+    Returns
+    -------
+    list of MergeStep
+        ``len(partition.merges) + 1`` steps: before step k, ``groups`` (K groups) and
+        ``benefits`` of shape (K, K); the last step is where the algorithm stops.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For any input :func:`~hcct_lite.partition.client_partition` refuses.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hcct_lite.partition import merge_steps
+    >>> updates = np.array([[1.0, 0.1], [0.9, 0.2], [0.1, 1.0], [0.2, 0.9]])
+    >>> steps = merge_steps(updates, sizes=[100, 120, 80, 90], alpha=10.0)
+    >>> [(step.groups, step.chosen) for step in steps]
+    [([[0], [1], [2], [3]], (2, 3)), ([[0], [1], [2, 3]], (0, 1)), ([[0, 1], [2, 3]], None)]
+    >>> steps[-1].benefits.round(3)  # merging the last two groups would lose utility
+    array([[   nan, -0.665],
+           [-0.665,    nan]])
     """
     p = client_partition(updates, sizes, alpha, num_groups)
     gram = gram_matrix(updates)
@@ -83,7 +115,30 @@ def merge_steps(updates, sizes, alpha=1.0, num_groups=None) -> list:
 
 
 def pair_benefits(updates, sizes, alpha=1.0) -> np.ndarray:
-    """(N, N) benefit of merging each pair of singleton clients (NaN on the diagonal)."""
+    """The benefit of merging each pair of single clients: the greedy's first choice.
+
+    Parameters
+    ----------
+    updates, sizes, alpha
+        As in :func:`merge_steps` (``alpha`` default=1.0).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_clients, n_clients)
+        Symmetric, NaN on the diagonal; > 0 where merging the two clients raises their
+        summed utility.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hcct_lite.partition import pair_benefits
+    >>> updates = np.array([[1.0, 0.1], [0.9, 0.2], [0.1, 1.0], [0.2, 0.9]])
+    >>> pair_benefits(updates, [100, 120, 80, 90], alpha=10.0).round(3)
+    array([[   nan,  0.089, -0.345, -0.278],
+           [ 0.089,    nan, -0.282, -0.22 ],
+           [-0.345, -0.282,    nan,  0.115],
+           [-0.278, -0.22 ,  0.115,    nan]])
+    """
     return merge_steps(updates, sizes, alpha, num_groups=None)[0].benefits
 
 
@@ -98,13 +153,32 @@ def benefit_parts(updates, sizes, group_a, group_b) -> tuple:
 
     Parameters
     ----------
-    updates : (N, M) array or list of N updates, as for :func:`client_partition`
-    sizes : (N,) samples per client
-    group_a, group_b : disjoint lists of client indices
+    updates : array-like or Tensor of shape (n_clients, n_params), or sequence of mappings
+        Client updates, in any format of :func:`~hcct_lite.partition.client_partition`.
+    sizes : array-like of shape (n_clients,)
+        Positive integer sample counts ``D_i``.
+    group_a, group_b : list of int
+        Non-empty, disjoint lists of client indices in ``0..n_clients - 1``.
 
     Returns
     -------
-    (similarity, data) : two floats
+    similarity, data : float
+        ``benefit(alpha) = similarity + alpha * data``.
+
+    Raises
+    ------
+    ValueError
+        If a group is empty, the groups overlap or an index is out of range, or for any
+        ``updates`` or ``sizes`` :func:`~hcct_lite.partition.client_partition` refuses.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hcct_lite.partition.merge_steps import benefit_parts
+    >>> updates = np.array([[1.0, 0.1], [0.9, 0.2], [0.1, 1.0], [0.2, 0.9]])
+    >>> similarity, data = benefit_parts(updates, [100, 120, 80, 90], [0], [1])
+    >>> round(similarity, 6), round(data, 6)  # a little similarity lost, data gained
+    (-0.003547, 0.009242)
     """
     a, b = sorted(group_a), sorted(group_b)
     if not a or not b or set(a) & set(b):
@@ -123,11 +197,17 @@ def benefit_parts(updates, sizes, group_a, group_b) -> tuple:
 def pair_benefit_parts(updates, sizes, alpha=1.0) -> tuple:
     """The two parts of :func:`pair_benefits`, for every pair of single clients.
 
+    Parameters
+    ----------
+    updates, sizes, alpha
+        As in :func:`pair_benefits` (``alpha`` default=1.0).
+
     Returns
     -------
-    (similarity, data) : two (N, N) arrays, NaN on the diagonal, with
-        ``similarity + data == pair_benefits(updates, sizes, alpha)``; for a scalar
-        ``alpha``, ``data`` is ``alpha`` times the data gain of :func:`benefit_parts`
+    similarity, data : numpy.ndarray of shape (n_clients, n_clients)
+        NaN on the diagonal, with ``similarity + data == pair_benefits(updates, sizes,
+        alpha)``; for a scalar ``alpha``, ``data`` is ``alpha`` times the data gain of
+        :func:`benefit_parts`.
     """
     total = pair_benefits(updates, sizes, alpha)  # validates every argument
     n = total.shape[0]
@@ -145,7 +225,27 @@ def break_even_alpha(updates, sizes, group_a, group_b) -> float:
     crosses 0 at ``-similarity / data``: the merge's benefit is positive for every larger
     alpha (0 when it pays off at any alpha).
 
-    Parameters are those of :func:`benefit_parts`.
+    Parameters
+    ----------
+    updates, sizes, group_a, group_b
+        As in :func:`benefit_parts` (which says what raises).
+
+    Returns
+    -------
+    float >= 0
+
+    Examples
+    --------
+    Clients 0 and 1 merge for any alpha above about 0.384:
+
+    >>> import numpy as np
+    >>> from hcct_lite.partition import client_partition
+    >>> from hcct_lite.partition.merge_steps import break_even_alpha
+    >>> updates, sizes = np.array([[1.0, 0.1], [0.9, 0.2]]), [100, 120]
+    >>> round(break_even_alpha(updates, sizes, [0], [1]), 3)
+    0.384
+    >>> client_partition(updates, sizes, 0.38).groups, client_partition(updates, sizes, 0.39).groups
+    ([[0], [1]], [[0, 1]])
     """
     similarity, data = benefit_parts(updates, sizes, group_a, group_b)
     return max(0.0, -similarity / data)

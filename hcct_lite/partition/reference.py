@@ -79,9 +79,28 @@ def _gains(best, pair, groups, util) -> bool:
 def compare_speed(n, m, alpha=100.0, noise=0.5, seed=0, run_naive=True):
     """Time :func:`naive_partition` against ``client_partition`` on a clustered federation.
 
-    Returns a dict with ``N``, ``M``, ``groups``, ``fast`` and ``gram`` seconds (the bare
-    float64 Gram matrix, for scale) and, with ``run_naive``, ``naive`` seconds and
-    ``same`` (identical groups).
+    Parameters
+    ----------
+    n : int
+        Clients, in ``max(2, n // 5)`` clusters of nearly equal size
+        (:func:`~hcct_lite.partition.synthetic.clustered_updates`).
+    m : int
+        Update dimension.
+    alpha : float >= 0, default=100.0
+        The trade-off given to both implementations.
+    noise : float >= 0, default=0.5
+        Within-cluster spread.
+    seed : int, default=0
+        Seeds the updates and sizes.
+    run_naive : bool, default=True
+        Also time :func:`naive_partition` (slow for large ``n``).
+
+    Returns
+    -------
+    dict
+        ``N``, ``M``, ``groups``, ``fast`` and ``gram`` seconds (the bare float64 Gram
+        matrix, for scale) and, with ``run_naive``, ``naive`` seconds and ``same``
+        (identical groups).
     """
     import time
 

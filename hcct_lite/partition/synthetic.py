@@ -23,22 +23,42 @@ def clustered_updates(
 
     Parameters
     ----------
-    cluster_sizes : sequence of int
-        Number of clients in each cluster (clients are numbered cluster by cluster).
-    dim : int
+    cluster_sizes : sequence of int >= 1
+        Number of clients in each cluster (clients are numbered cluster by cluster);
+        ``n_clients`` is their sum.
+    dim : int >= 1
         Update dimension M.
-    noise : float >= 0
+    noise : float >= 0, default=0.5
         Within-cluster spread; the expected cosine between two clients of one cluster is
         ``1 / (1 + noise^2)``.
-    samples : (low, high)
-        Client sample counts ``D_i`` are drawn uniformly from ``[low, high]``.
-    seed : int
+    samples : tuple (low, high), default=(50, 150)
+        Client sample counts ``D_i`` are drawn uniformly from ``[low, high]``, 1 <= low.
+    seed : int, default=0
+        Seeds every draw.
+    dtype : numpy dtype, default=numpy.float64
+        The updates' dtype.
 
     Returns
     -------
-    updates : numpy.ndarray (N, dim)
-    sizes : numpy.ndarray (N,) int64
-    truth : numpy.ndarray (N,) int64, the cluster of each client
+    updates : numpy.ndarray of shape (n_clients, dim)
+    sizes : numpy.ndarray of shape (n_clients,), int64
+    truth : numpy.ndarray of shape (n_clients,), int64
+        The cluster of each client.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument out of its range.
+
+    Examples
+    --------
+    >>> from hcct_lite.partition import client_partition
+    >>> from hcct_lite.partition.synthetic import clustered_updates
+    >>> updates, sizes, truth = clustered_updates([2, 2], dim=50, noise=0.3, seed=0)
+    >>> updates.shape, sizes.shape, truth
+    ((4, 50), (4,), array([0, 0, 1, 1]))
+    >>> client_partition(updates, sizes, alpha=10.0).groups
+    [[0, 1], [2, 3]]
     """
     sizes_k = [int(c) for c in cluster_sizes]
     if not sizes_k or min(sizes_k) < 1:

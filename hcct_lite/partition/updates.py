@@ -169,24 +169,37 @@ def gram_matrix(updates) -> np.ndarray:
 
     Parameters
     ----------
-    updates : array-like (N, M), torch.Tensor (N, M), or sequence of N mappings
-        Client updates. Mappings ``name -> tensor`` are flattened in key order; the
-        Gram matrix of the concatenation is the sum of the per-entry Gram matrices,
-        so nothing is concatenated.
+    updates : array-like or Tensor of shape (n_clients, n_params), or sequence of mappings
+        Client updates, or one mapping ``name -> tensor`` per client, flattened in key
+        order; the Gram matrix of the concatenation is the sum of the per-entry Gram
+        matrices, so nothing is concatenated.
 
     Returns
     -------
-    numpy.ndarray (N, N), float64
-
-    Updates so small or large that their squares under- or overflow float64 (1e-200,
-    1e200) are first scaled by one common power of two: the matrix is then that multiple
-    of the Gram matrix, and every cosine is exact.
+    numpy.ndarray of shape (n_clients, n_clients), float64
+        Symmetric. Updates so small or large that their squares under- or overflow
+        float64 (1e-200, 1e200) are first scaled by one common power of two: the matrix
+        is then that multiple of the Gram matrix, and every cosine is exact.
 
     Raises
     ------
     ValueError
-        If a client's update holds NaN or Inf, or is all zeros (its cosine is undefined),
-        or if shapes or keys do not match.
+        If ``updates`` is empty or not 2-D, a client's update holds NaN or Inf or is all
+        zeros (its cosine is undefined), or shapes or keys do not match.
+    TypeError
+        If the updates are not real numbers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hcct_lite.partition import gram_matrix
+    >>> gram_matrix(np.array([[3.0, 4.0], [1.0, 0.0]]))
+    array([[25.,  3.],
+           [ 3.,  1.]])
+    >>> gram_matrix([{"w": np.array([3.0]), "b": np.array([4.0])},
+    ...              {"w": np.array([1.0]), "b": np.array([0.0])}])
+    array([[25.,  3.],
+           [ 3.,  1.]])
     """
     if isinstance(updates, Sequence) and len(updates) > 0 and isinstance(updates[0], Mapping):
         blocks = stack_mapping_updates(updates)
@@ -332,7 +345,26 @@ def validate_alpha(alpha, sizes: np.ndarray) -> np.ndarray:
 
 
 def cosine_matrix(updates) -> np.ndarray:
-    """Pairwise cosine similarities (N, N) of client updates (any format of :func:`gram_matrix`)."""
+    """Pairwise cosine similarities of client updates.
+
+    Parameters
+    ----------
+    updates : array-like or Tensor of shape (n_clients, n_params), or sequence of mappings
+        Client updates, in any format of :func:`gram_matrix` (which says what raises).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_clients, n_clients), float64
+        Symmetric, clipped to [-1, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hcct_lite.partition import cosine_matrix
+    >>> cosine_matrix(np.array([[3.0, 4.0], [1.0, 0.0]])).round(6)
+    array([[1. , 0.6],
+           [0.6, 1. ]])
+    """
     gram = gram_matrix(updates)
     norms = np.sqrt(np.diag(gram))
     return np.clip(gram / np.outer(norms, norms), -1.0, 1.0)

@@ -73,16 +73,40 @@ class GramContext:
 class Partition:
     """A partition of clients into groups, with HCCT's utilities.
 
+    Returned by :func:`~hcct_lite.partition.client_partition` and
+    :func:`~hcct_lite.partition.optimal_partition`; not meant to be built by hand.
+
     Attributes
     ----------
-    groups : list[list[int]]
+    groups : list of list of int
         Each group's client indices ascending; groups ordered by their smallest member.
-    labels : numpy.ndarray (N,)
+    labels : numpy.ndarray of shape (n_clients,), int64
         ``labels[i]`` is the index in ``groups`` of client i's group.
-    utilities : numpy.ndarray (N,)
+    utilities : numpy.ndarray of shape (n_clients,), float64
         Each client's utility ``-alpha_i / D_S + cos(g_i, g_S)`` in this partition.
-    merges : list[Merge]
+    merges : list of Merge, default=[]
         The greedy merges that produced it, in order (empty for ``optimal_partition``).
+    n_clients, n_groups : int
+        The number of clients and of groups.
+    total_utility : float
+        The sum of ``utilities``, the objective of problem P1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hcct_lite import client_partition
+    >>> updates = np.array([[1.0, 0.1], [0.9, 0.2], [0.1, 1.0], [0.2, 0.9]])
+    >>> part = client_partition(updates, sizes=[100, 120, 80, 90], alpha=10.0)
+    >>> part.n_clients, part.n_groups, len(part.merges)
+    (4, 2, 2)
+    >>> [(m.left, m.right) for m in part.merges]  # the most beneficial merge first
+    [((2,), (3,)), ((0,), (1,))]
+    >>> part.linkage()[:, [0, 1, 3]]  # merged clusters and new size (heights omitted)
+    array([[2., 3., 2.],
+           [0., 1., 2.],
+           [4., 5., 4.]])
+    >>> part.virtual_rows  # the last row completes the tree: the greedy did not merge it
+    array([2])
     """
 
     groups: list

@@ -56,8 +56,63 @@ def run_grid(
     Each run's JSON is written atomically as soon as it finishes, so a killed grid
     resumes where it stopped, losing at most the runs in progress. ``workers`` > 1 runs
     them in that many processes of one torch thread each; the results are the same.
-    ``reuse_older``, ``cpu_capability``, ``ray`` and ``dry_run``: see :func:`run_jobs`.
-    Returns the results in (scheme, seed) order (none for a dry run).
+
+    Parameters
+    ----------
+    task : str
+        A registered task, e.g. ``"rotated-digits"``.
+    schemes : list of str, "all" or None
+        The schemes to run; ``"all"``, ``["all"]`` or ``None``: the paper's nine
+        (:data:`~hcct_lite.training.config.SCHEMES`).
+    seeds : iterable of int
+        The seeds of every scheme.
+    out_dir : str
+        Where each run's JSON goes: ``out_dir/<task>__<scheme>__seed<seed>.json``.
+    progress : bool, default=True
+        Show a progress bar over the runs (only where the output is a terminal).
+    log : callable ``str -> None`` or None, default=print
+        Told, run by run, whether it is reused or run and why, then its outcome;
+        ``None`` is silent.
+    workers : int >= 1, default=1
+        Processes to run the runs in, one torch thread each.
+    reuse_older : bool, default=False
+        Reuse a stored result of an older compute version too (each one named).
+    cpu_capability : str or None, default=None
+        Run each job in a fresh process with these torch CPU kernels (e.g. ``"default"``),
+        so that its result reproduces on any CPU that has them.
+    ray : RayOptions or None, default=None
+        Run each job as a Ray task instead (:func:`run_jobs`).
+    dry_run : bool, default=False
+        Say what would be run or reused, and run and write nothing.
+    **overrides
+        :class:`~hcct_lite.training.config.RunConfig` settings of every run.
+
+    Returns
+    -------
+    list of dict
+        The len(schemes) * len(seeds) results (as :func:`run_experiment` returns them, read
+        back from their files) in (scheme, seed) order; empty for a dry run.
+
+    Raises
+    ------
+    ValueError
+        Naming the run whose settings are refused, if ``workers`` < 1, or naming a stored
+        file that is not a complete, well-formed result.
+    RuntimeError
+        Listing the runs that failed, once the others have finished.
+
+    Examples
+    --------
+    A dry run plans the grid and writes nothing:
+
+    >>> import tempfile
+    >>> from hcct_lite import run_grid
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     run_grid("rotated-digits", ["hcct", "global"], [0], out, dry_run=True, epochs=2)
+    run rotated-digits__hcct__seed0.json: missing
+    run rotated-digits__global__seed0.json: missing
+    2 of 2 runs to run, 0 reused (dry run: nothing run or written)
+    []
     """
     schemes = list(SCHEMES) if schemes in (None, "all", ["all"]) else list(schemes)
     jobs = [compare_job(task, s, seed, overrides) for s in schemes for seed in seeds]

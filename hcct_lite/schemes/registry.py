@@ -40,13 +40,26 @@ def register_scheme(cls, build=None, replace: bool = False):
 
     Parameters
     ----------
-    cls : a subclass of :class:`~hcct_lite.schemes.base.Scheme` with a ``name`` of its own
-        and, if its computation ever changes, a bumped ``compute_version``
-    build : callable ``cfg -> Scheme``, optional
-        How a run's RunConfig becomes an instance (default ``cls()``): the one place a
+    cls : type
+        A subclass of :class:`~hcct_lite.schemes.base.Scheme` with a ``name`` of its own
+        and, if its computation ever changes, a bumped ``compute_version`` (an int >= 1).
+    build : callable ``cfg -> Scheme``, default=None
+        How a run's RunConfig becomes an instance (``None``: ``cls()``): the one place a
         scheme reads its settings.
-    replace : bool
+    replace : bool, default=False
         Replace a scheme registered under the same name (else that is an error).
+
+    Returns
+    -------
+    type
+        ``cls`` itself, so that it can decorate the class.
+
+    Raises
+    ------
+    ValueError
+        If ``cls`` is not a Scheme subclass, has no ``name`` of its own or a
+        ``compute_version`` that is not an int >= 1, the name is taken (without
+        ``replace``), or ``build`` is not callable.
     """
     if not (isinstance(cls, type) and issubclass(cls, Scheme)):
         raise ValueError(f"a scheme must be a subclass of Scheme; got {cls!r}")
@@ -80,10 +93,36 @@ def scheme_names() -> tuple:
 
 
 def make_scheme(name: str, cfg) -> Scheme:
-    """A fresh scheme ``name`` configured from ``cfg`` (a RunConfig), with its aggregator.
+    """A fresh scheme ``name`` configured from ``cfg``, with its aggregator.
 
     Each scheme takes only its own settings in its constructor; its registered builder is
     the one place that reads them from a run's configuration.
+
+    Parameters
+    ----------
+    name : str
+        A registered scheme (:func:`scheme_names`), e.g. ``"hcct"`` or ``"ifca"``.
+    cfg : RunConfig
+        The run's settings; the aggregator reads ``aggregator``, ``clip_factor``,
+        ``trim_fraction``, ``batch_size`` and ``local_epochs``.
+
+    Returns
+    -------
+    Scheme
+        A new instance, its ``aggregator`` set.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a registered scheme (the message lists those that are).
+
+    Examples
+    --------
+    >>> from hcct_lite import make_config, make_scheme
+    >>> cfg = make_config("rotated-digits", "hcct")
+    >>> scheme = make_scheme("hcct", cfg)
+    >>> type(scheme).__name__, scheme.alpha  # the task's alpha for HCCT (Table III)
+    ('HCCT', 50.0)
     """
     _discover()
     if name not in SCHEME_CLASSES:

@@ -1,9 +1,8 @@
 """The run configuration: every setting of one experiment, validated.
 
-A :class:`RunConfig` is immutable and checks itself when it is built (a setting of the
-wrong type or out of range raises, naming it), however it is built: directly,
-by :func:`make_config`, which fills one from a task's Table III defaults
-(:data:`hcct_lite.training.tasks.TASKS`), or by :func:`dataclasses.replace`.
+A :class:`RunConfig` is immutable and checks itself however it is built (a setting of the
+wrong type or out of range raises, naming it): directly, by :func:`dataclasses.replace`, or
+by :func:`make_config` from a task's Table III defaults (:data:`~.tasks.TASKS`).
 """
 
 from __future__ import annotations
@@ -45,10 +44,15 @@ class RunConfig:
     """Every setting of one experiment (written to the result JSON as ``config``).
 
     Immutable (``dataclasses.replace(cfg, epochs=5)`` makes another) and validated when
-    built: a setting of the wrong type raises :class:`SettingTypeError`, one out of range
-    ``ValueError``, each naming the setting (:func:`validate_config`). NumPy scalars become
-    Python numbers, ``domains`` a tuple and ``partition`` a tuple of tuples;
-    :meth:`to_dict` gives them back as lists.
+    built, naming the setting: :class:`SettingTypeError` for a wrong type, ``ValueError``
+    out of range (:func:`validate_config`). NumPy scalars become Python numbers,
+    ``domains`` a tuple, ``partition`` tuples (:meth:`to_dict` gives lists back).
+
+    Examples
+    --------
+    >>> RunConfig("rotated-digits", "hcct", lr=-5.0)
+    Traceback (most recent call last):
+    ValueError: lr must be a finite number > 0; got -5.0
     """
 
     task: str
@@ -128,8 +132,24 @@ class RunConfig:
 def make_config(task: str, scheme: str, seed: int = 0, **overrides) -> RunConfig:
     """Build a validated :class:`RunConfig` from a task's defaults and overrides.
 
-    ``None`` overrides are ignored. ``alpha`` defaults to the task's value for HCCT,
-    HCCT-E or HCCT-P (Table III). Raises ``ValueError`` naming the bad setting.
+    Parameters
+    ----------
+    task, scheme : str
+        A registered task (:data:`~hcct_lite.training.tasks.TASKS`) and scheme.
+    seed : int in [0, 2**32), default=0
+    **overrides
+        Other :class:`RunConfig` fields (``None`` ones ignored); ``alpha`` defaults to the
+        task's for HCCT, HCCT-E or HCCT-P (Table III), ``cluster_models`` and
+        ``soft_groups`` to at most ``n_clients``. A bad one raises ``ValueError``.
+
+    Returns
+    -------
+    RunConfig
+
+    Examples
+    --------
+    >>> make_config("rotated-digits", "hcct", seed=1, epochs=5).epochs
+    5
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
@@ -188,10 +208,7 @@ def _check_count(name: str, value, low: int, high: int, why: str = "") -> None:
 
 
 def _check_counts(cfg: RunConfig) -> None:
-    """Every count setting is an int within its bound (:data:`COUNT_LIMITS`).
-
-    ``n_clients`` first: it bounds ``cluster_models`` and ``new_clients``.
-    """
+    """Each count an int within :data:`COUNT_LIMITS`; ``n_clients`` first (it bounds two)."""
     _check_count("n_clients", cfg.n_clients, 1, COUNT_LIMITS["n_clients"])
     lows = {"samples": 0}  # samples 0: the motivating task's whole split
     for name, high in COUNT_LIMITS.items():
@@ -312,8 +329,7 @@ def _check_step_size(cfg: RunConfig) -> None:
 def validate_config(cfg: RunConfig) -> None:
     """Raise naming the first setting of ``cfg`` of the wrong type or out of range.
 
-    :class:`SettingTypeError` for a type, ``ValueError`` for a value. Every
-    :class:`RunConfig` runs it when built.
+    :class:`SettingTypeError` for a type, ``ValueError`` for a value; run by every RunConfig.
     """
     _check_types(cfg)
     _need(cfg.task in TASKS, f"unknown task {cfg.task!r}; choose from {sorted(TASKS)}")

@@ -68,9 +68,9 @@ class Backend(Protocol):
 
     Attributes
     ----------
-    sizes : numpy.ndarray (N,) int64
+    sizes : numpy.ndarray of shape (n_clients,), int64
         D_i, each client's number of training samples.
-    domains : list of N str
+    domains : list of n_clients str
         Where each client's data come from (for the record).
 
     A client that does not answer is absent from the dict a method returns (or ``probe``
@@ -99,9 +99,9 @@ class Backend(Protocol):
 class LocalBackend:
     """A :class:`Backend` with every client in this process: data, local SGD, evaluation.
 
-    ``cfg`` a RunConfig, ``clients`` N ClientData (each with at least one training and one
-    test sample), ``model`` the network they train, on ``device``. :mod:`hcct_lite.flower`
-    provides a backend whose clients are Flower ClientApps.
+    ``cfg`` a RunConfig; ``clients`` its n_clients ClientData, each with a training and a test
+    sample at least (else ``ValueError``); ``model`` the network they train, on ``device``.
+    :mod:`hcct_lite.flower` provides a backend whose clients are Flower ClientApps.
     """
 
     def __init__(self, cfg: RunConfig, clients, model, device):
@@ -153,33 +153,35 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
     Parameters
     ----------
     cfg : RunConfig
-        Every setting (see :func:`hcct_lite.training.config.make_config`).
-    progress : bool
+        Every setting (see :func:`~hcct_lite.training.config.make_config`).
+    progress : bool, default=True
         Show a tqdm progress bar (only where the output is a terminal).
-    clients : list of ClientData, optional
-        Prebuilt clients (default: ``build_clients(cfg)``).
-    backend : Backend, optional
-        How to reach the clients (default: :class:`LocalBackend` over ``clients``).
+    clients : list of n_clients ClientData, default=None
+        Prebuilt clients; ``None`` builds them with ``build_clients(cfg)``.
+    backend : Backend, default=None
+        How to reach the clients; ``None`` is a :class:`LocalBackend` over ``clients``.
 
     Returns
     -------
     dict
-        ``task``, ``scheme``, ``seed``, ``config``, ``sizes`` (N,), ``domains``,
-        ``history`` (per epoch: ``epoch``, ``lr``, ``groups``, ``client_test_error`` in %
+        ``task``, ``scheme``, ``seed``, ``config``, ``sizes`` (n_clients,), ``domains``;
+        ``history``, per epoch: ``epoch``, ``lr``, ``groups``, ``client_test_error`` in %
         (null for a client that did not answer), ``mean_test_error``, ``train_loss``,
-        ``missing``, the scheme's ``plan.info``), ``final`` (last epoch:
-        ``client_test_error`` (client i at index i, null if it did not answer),
-        ``missing``, ``mean``, ``std``, ``min``, ``max`` over those that answered, and
-        ``best_over_epochs``: each client's lowest error over all epochs, selected on the
-        test split as the authors' code reports it), ``status`` (``{"state": "complete"}``, or
-        ``"stopped"`` with the ``epoch`` and ``reason``), ``rejected`` (replies refused:
-        ``{client, epoch, reason}``, the norm rule's too), ``aggregation`` (the
-        aggregator, and the groups too small for its rule:
-        :meth:`~hcct_lite.schemes.robust.Aggregator.record`), ``provenance``
-        (code, versions, device, torch threads and CPU kernels:
-        :func:`hcct_lite.training.provenance.provenance`) and ``timing``
-        (``seconds``, ``epoch_seconds``: the only wall-clock values, so the same command
-        gives the same JSON outside it).
+        ``missing``, the scheme's ``plan.info``; ``final``, the last epoch's
+        ``client_test_error`` (n_clients,), ``missing``, ``mean``, ``std``, ``min``, ``max``
+        (over those that answered) and ``best_over_epochs`` (each client's lowest error over
+        all epochs, selected on the test split as the authors' code reports it); ``status``
+        (``{"state": "complete"}``, or ``"stopped"`` with ``epoch`` and ``reason``);
+        ``rejected`` (replies refused, the norm rule's too: ``{client, epoch, reason}``);
+        ``aggregation`` (the aggregator, and groups too small for its rule: ``record()``);
+        ``provenance`` (code, versions, device, threads, CPU kernels) and ``timing``
+        (``seconds``, ``epoch_seconds``: the only wall-clock values, nothing else varies).
+
+    Raises
+    ------
+    ValueError
+        If there is no GPU for ``cfg.device``, ``clients`` are not ``cfg.n_clients`` or one
+        has an empty split, or a ``backend`` comes with ``cuda_graphs`` or ``batched_clients``.
     """
     t0 = time.perf_counter()
     device = resolve_device(cfg.device)

@@ -197,10 +197,25 @@ MODEL_INPUT = {
 
 
 def register_model(name: str, build, side: int, channels: int, replace: bool = False) -> None:
-    """Register the network ``name`` for a task: ``build(num_classes) -> nn.Module``.
+    """Register the network ``name`` for a task's ``model`` setting.
 
-    Its input images are (B, ``channels``, ``side``, ``side``): a task's data are resized
-    to fit. Its last ``nn.Linear`` is the classifier HCCT-P keeps local.
+    Parameters
+    ----------
+    name : str
+        A new name (or one to replace); not empty.
+    build : callable ``num_classes -> torch.nn.Module``
+        The network, mapping images of shape (B, channels, side, side) to logits of shape
+        (B, num_classes). Its last ``nn.Linear`` is the classifier HCCT-P keeps local.
+    side, channels : int >= 1
+        Its input images' side and channels: a task's data are resized to fit.
+    replace : bool, default=False
+        Replace a network registered under the same name (else that is an error).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is empty or taken (without ``replace``), ``build`` is not callable, or
+        ``side`` or ``channels`` is not an int >= 1.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"a network needs a name; got {name!r}")
@@ -215,7 +230,37 @@ def register_model(name: str, build, side: int, channels: int, replace: bool = F
 
 
 def build_model(name: str, num_classes: int = 10) -> nn.Module:
-    """A model by name (see :data:`MODELS`), e.g. ``digit_cnn`` or ``fmnist_mlp``."""
+    """Build a fresh network by name, its weights drawn from torch's global stream.
+
+    Parameters
+    ----------
+    name : str
+        A registered network (see :data:`MODELS`), e.g. ``"digit_cnn"`` (the Digit task's),
+        ``"fmnist_mlp"``, ``"cifar_cnn"`` or ``"small_digits"``.
+    num_classes : int, default=10
+        The number of logits it outputs.
+
+    Returns
+    -------
+    torch.nn.Module
+        Mapping a batch of shape (B, C, H, W), with ``(H = W, C)`` the network's entry
+        ``(side, channels)`` of :data:`MODEL_INPUT`, to logits of shape (B, num_classes).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a registered network (the message lists those that are).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hcct_lite import build_model
+    >>> model = build_model("small_digits")
+    >>> model(torch.zeros(2, 1, 8, 8)).shape
+    torch.Size([2, 10])
+    >>> sum(p.numel() for p in model.parameters())
+    4810
+    """
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; choose from {sorted(MODELS)}")
     return MODELS[name](num_classes)

@@ -55,6 +55,7 @@ def register_task(name: str, defaults: dict, build, version: int = 1, fallback=N
     Parameters
     ----------
     name : str
+        A new name (or one to replace); not empty.
     defaults : dict
         Its default settings (RunConfig fields: ``model``, ``dataset``, ``n_clients``,
         ``samples``, ``epochs``...), with ``alpha`` a dict ``scheme -> alpha`` that has
@@ -62,12 +63,20 @@ def register_task(name: str, defaults: dict, build, version: int = 1, fallback=N
     build : callable ``cfg -> list of ClientData``
         The seeded federation of a run (``cfg.n_clients`` clients; draw every random choice
         from ``cfg.seed``).
-    version : int >= 1
+    version : int >= 1, default=1
         Its compute version: bump it when ``build`` changes what it builds.
-    fallback : callable ``data_root -> (overrides, note)``, optional
-        What the task runs on where its data are missing (:func:`available_source`).
-    replace : bool
+    fallback : callable ``data_root -> (overrides, note)``, default=None
+        What the task runs on where its data are missing (:func:`available_source`);
+        ``None``: it runs as it is.
+    replace : bool, default=False
         Replace a task registered under the same name (else that is an error).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is empty or taken (without ``replace``), ``defaults`` has no ``alpha``
+        dict with an ``"hcct"`` entry, ``build`` or ``fallback`` is not callable, or
+        ``version`` is not an int >= 1.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"a task needs a name; got {name!r}")
@@ -158,7 +167,29 @@ def _motivating(cfg) -> list:
 
 
 def build_clients(cfg) -> list:
-    """Build the seeded federation of ``cfg`` (a RunConfig): ``n_clients`` ClientData."""
+    """Build the seeded federation of one run: its clients' data, split and transformed.
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        ``cfg.task`` picks the builder (:func:`register_task`); ``cfg.seed`` seeds every
+        random choice, so the same ``cfg`` gives the same clients.
+
+    Returns
+    -------
+    list of ClientData
+        ``cfg.n_clients`` clients, client i's ``x_train`` of shape (D_i, C, H, W) float32
+        and ``y_train`` of shape (D_i,) int64 (``x_test``, ``y_test`` alike), with (C, H, W)
+        the input of ``cfg.model``.
+
+    Raises
+    ------
+    ValueError
+        If ``cfg.task`` is not registered, or the task refuses the settings (the
+        motivating example needs 3 clients, the Digit task a domain).
+    DataNotFoundError
+        If a data set is not found offline and cannot be downloaded.
+    """
     if cfg.task not in _BUILDERS:
         raise ValueError(f"unknown task {cfg.task!r}; choose from {sorted(TASKS)}")
     return _BUILDERS[cfg.task](cfg)
