@@ -61,18 +61,26 @@ def test_queue_writes_every_run_retries_a_failure_once_and_logs_each(tmp_path):
 
 def test_a_deadline_leaves_runs_that_cannot_finish_unstarted(tmp_path):
     jobs = [Job("g", f"s{seed}", "rotated-digits", "hcct", seed, dict(TINY)) for seed in range(3)]
-    opts = QueueOptions(workers=1, memory_gb=8.0, deadline=0.01)
-    # a run of a second: a loaded machine's slow run must not be cut off a minute later
+    opts = QueueOptions(workers=1, memory_gb=8.0, deadline=30.0)
+    # runs that say they took 40 s (in one): however loaded the machine, the first starts
+    # well before the deadline, and then no other can be expected to end before it
     left = run_queue(jobs, str(tmp_path), "cpu", opts, lambda m: None, work=_a_second)
     # the first run starts (no time measured yet), and shows the others cannot end in time
     assert len(left) == 2 and all(name.endswith("(not started)") for name in left)
 
 
-def _a_second(job, out, device):  # a run's outcome as run_and_measure gives it
+def _a_second(job, out, device):  # a run's outcome as run_and_measure gives it: 40 s
     import time
 
     time.sleep(1.0)
-    return Outcome(job, 12.5, 1.0), 0.0
+    return Outcome(job, 12.5, 40.0), 0.0
+
+
+def _fails_after_6_s(job, out, device):  # a failed run's outcome, after the deadline
+    import time
+
+    time.sleep(6.0)
+    return Outcome(job, reason="ValueError: no such data set"), 0.0
 
 
 def _dies_on_bad(job, out, device):  # a worker killed mid-run (the OS's OOM killer, say)
@@ -99,8 +107,8 @@ def test_the_motivating_examples_whole_split_is_work_too():
 def test_no_run_starts_after_the_deadline_even_before_any_has_ended(tmp_path):
     bad = Job("g", "bad-seed0", "rotated-digits", "hcct", 0, dict(TINY, dataset="no_such_set"))
     said = []
-    opts = QueueOptions(workers=1, memory_gb=8.0, deadline=1.0)  # its failure comes later
-    left = run_queue([bad], str(tmp_path), "cpu", opts, said.append)
+    opts = QueueOptions(workers=1, memory_gb=8.0, deadline=5.0)  # its failure comes later
+    left = run_queue([bad], str(tmp_path), "cpu", opts, said.append, work=_fails_after_6_s)
     assert left == ["g/bad-seed0 (not started)"]  # its retry: the deadline had passed
     assert sum(m.startswith("start") for m in said) == 1
 
