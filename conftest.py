@@ -1,9 +1,9 @@
 """How ``make test`` shares the tests among the cores (pytest-xdist, ``-n auto``).
 
-A notebook's cells share one kernel and run in order, and the federations of the deployment
-tests each start a SuperLink and SuperNodes whose round timeouts assume the cores are theirs:
-so each file goes whole to one worker, the files that start a federation to the same one,
-and the longest (the federations, then the notebooks) are handed out first.
+A notebook's cells share one kernel and run in order: so each file goes whole to one
+worker, except the deployment tests, each of which starts a federation of its own (free
+ports, its own folder) and waits on its timeouts; the longest (the federations, then the notebooks)
+are handed out first.
 """
 
 from pathlib import Path
@@ -11,16 +11,18 @@ from pathlib import Path
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-# files whose tests start a federation: one after the other, never side by side
+# files whose every test starts a federation (minutes each, much of it waiting on timeouts)
 FEDERATION_FILES = {"test_flower_deploy.py", "test_silo_recovery.py"}
 
 
 class FileScheduling(LoadScopeScheduling):
-    """xdist's scope scheduling with a file (or the federation files together) as the scope."""
+    """xdist's scope scheduling with a file (a federation test alone) as the scope."""
 
     def _split_scope(self, nodeid: str) -> str:
         path = nodeid.split("::", 1)[0]
-        return "federation" if Path(path).name in FEDERATION_FILES else path
+        # a federation test waits on its round timeouts: each is a scope of its
+        # own, so they spread over the workers instead of queueing on one
+        return nodeid if Path(path).name in FEDERATION_FILES else path
 
 
 @pytest.hookimpl(optionalhook=True)
