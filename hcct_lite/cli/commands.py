@@ -124,6 +124,7 @@ def _reproduce(args) -> int:
             runs = sum(j.grid == name for j in jobs)
             print(f"{name:24s} {runs:4d} runs  {PAPER_PART[name]}")
         return 0
+    ray, queue = _ray(args), _queue(args)  # refused before --out is made
     if not args.dry_run:
         check_output_path(args.out, folder=True, what="--out")
     run_jobs(
@@ -134,9 +135,9 @@ def _reproduce(args) -> int:
         progress=not args.quiet,
         reuse_older=args.reuse_older,
         cpu_capability=_capability(args),
-        ray=_ray(args),
+        ray=ray,
         dry_run=args.dry_run,
-        queue=_queue(args),
+        queue=queue,
     )
     if not args.no_report and not args.dry_run:
         from ..reproduction.report import write_report
