@@ -35,7 +35,7 @@ NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=$(CELL_TIMEOUT)
 # pytest-xdist on every core: each test file (a notebook's cells included) stays on one worker
 # (conftest.py); TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= auto
-XDIST := -n $(TEST_WORKERS) --no-loadscope-reorder  # conftest.py's order: longest first
+XDIST := -n $(TEST_WORKERS)
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
