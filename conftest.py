@@ -2,8 +2,8 @@
 
 A notebook's cells share one kernel and run in order: so each file goes whole to one
 worker, except the deployment tests, each of which starts a federation of its own (free
-ports, its own folder) and waits on its timeouts; the longest (the federations, then the notebooks)
-are handed out first.
+ports, its own folder) and waits on its timeouts. xdist hands out the scopes with the most
+tests first; among equals, the federations and then the notebooks come first.
 """
 
 from pathlib import Path
@@ -39,6 +39,6 @@ def _start_order(item) -> int:
 
 
 def pytest_collection_modifyitems(config, items):
-    """The longest files first (the federations, then the notebooks), so none ends alone."""
+    """The federations, then the notebooks, then the rest (xdist then puts larger scopes first)."""
     # stable: each notebook's cells keep their order, and every worker sees the same order
     items.sort(key=_start_order)
