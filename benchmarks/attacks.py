@@ -20,6 +20,12 @@ the code and, where an attack says so, every honest reply of the round:
 - ``count``: 10^6 training samples declared at enrolment and reported; ``count+A``: that
   claim and attack ``A``;
 - ``1e37``: one reply (epoch 1) whose every weight is 10^37, finite;
+- ``sleeper``: a poisoned *model* rather than an update: while alone (HCCT's singletons),
+  its start with the classifier's rows turned by one class (each digit read as the next)
+  and scaled 1000 times; then a copy of silo 1's update, so that the partition groups it
+  with silo 1, whose group then starts from the average of their models; ``sleeper-0.9``:
+  the same, its model moved towards the poisoned one by 0.9 times the norm rule's
+  allowance;
 - ``absent``: silo 0 never answers.
 """
 
@@ -66,6 +72,15 @@ class AttackBackend:
         bound = norm_bound(norms, [self.steps[j] for j in ids], self.norm_limit)
         return float(bound.limits[ids.index(i)])
 
+    def _poisoned(self, i, start, out, lr) -> torch.Tensor:
+        """Silo i's update to the poisoned model: the classifier turned, x 1000 (or 0.9x)."""
+        head = self.names[-2:]  # the last layer's weight and bias
+        g = torch.cat([(start[k] - (1000 * torch.roll(start[k], 1, dims=0) if k in head
+                        else start[k])).reshape(-1).float() for k in self.names]) / lr  # fmt: skip
+        if self.attack == "sleeper-0.9":
+            g = g * (0.9 * self._allowance(out, i) / max(float(g.norm()), 1e-30))
+        return g
+
     def _crafted(self, i, out, epoch) -> torch.Tensor | None:
         """Silo i's crafted update (flat, over ``names``), or None to send its own."""
         own = _flat(out[i].update, self.names)
@@ -103,6 +118,8 @@ class AttackBackend:
             for i in self.attackers:
                 out.pop(i, None)
             return out
+        if self.attack.startswith("sleeper"):
+            return self._sleep(starts, lr, epoch, out)
         crafted = {i: self._crafted(i, out, epoch) for i in self.attackers if i in out}
         for i, g in crafted.items():
             r = out[i]
@@ -116,6 +133,19 @@ class AttackBackend:
             if self.count:
                 r = dataclasses.replace(r, n_samples=CLAIM)
             out[i] = r
+        return out
+
+    def _sleep(self, starts, lr, epoch, out):
+        """The sleeper's reply: poison while alone (once), else a copy of silo 1's update."""
+        for i in self.attackers:
+            if i not in out or VICTIM not in out:
+                continue
+            alone = starts[i] is not starts[VICTIM] or epoch == 0
+            poison = alone and getattr(self, "_last", None) != "poison"
+            self._last = "poison" if poison else "copy"
+            g = (self._poisoned(i, starts[i], out, lr) if poison
+                 else _flat(out[VICTIM].update, self.names))  # fmt: skip
+            out[i] = self._reply(out[i], starts[i], lr, g)
         return out
 
     def evaluate(self, states):

@@ -5,8 +5,10 @@
 Reruns every run of the grid (its Table III settings and seeds) with ``--aggregator`` (or
 ``deployment``: the Flower app's defence, its aggregator and count bound) and prints, per
 scheme, the mean final test error over clients (mean +- std over seeds) of the shipped
-results (FedAvg) and of the reruns, their difference, and whether that difference lies
-within the shipped seed spread (one standard deviation). Nothing is written.
+results (FedAvg) and of the reruns, their difference, and the report's verdict on it
+(:func:`hcct_lite.reproduction.verdicts.compare`: seed by seed, resolved only where the
+defence is higher, or lower, at every seed by more than the rerun noise). Nothing is
+written.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import torch
 
 from hcct_lite.reproduction.paper_grids import grid_jobs
+from hcct_lite.reproduction.verdicts import compare, noise_of
 from hcct_lite.runs.results import seed_stats
 from hcct_lite.training.config import make_config
 from hcct_lite.training.engine import run_experiment
@@ -53,22 +56,27 @@ def main(argv=None) -> None:
     p.add_argument("--workers", type=int, default=1)
     a = p.parse_args(argv)
     jobs = grid_jobs([a.grid])
-    shipped = {}
+    shipped, runs = {}, []
     for j in jobs:
         path = Path(a.results) / j.grid / f"{j.name}.json"
-        shipped.setdefault(j.scheme, []).append(json.loads(path.read_text())["final"]["mean"])
+        runs.append(json.loads(path.read_text()))
+        shipped.setdefault(j.scheme, {})[j.seed] = runs[-1]["final"]["mean"]
+    noise = noise_of(runs)  # the shipped runs' device: the reruns are on this CPU
     with mp.get_context("spawn").Pool(a.workers) as pool:
         rows = pool.map(_rerun, [(j, a.aggregator) for j in jobs])
     robust = {}
-    for scheme, _, mean in sorted(rows):
-        robust.setdefault(scheme, []).append(mean)
-    print(f"| scheme | mean (shipped) | {a.aggregator} | difference | within the seed spread |")
+    for scheme, seed, mean in rows:
+        robust.setdefault(scheme, {})[seed] = mean
+    print(f"| scheme | mean (shipped) | {a.aggregator} | difference | verdict, seed by seed |")
     print("|---|---|---|---|---|")
     for scheme, ref in shipped.items():
-        (mean, std, _), (new, new_std, _) = seed_stats(ref), seed_stats(robust[scheme])
-        within = "yes" if abs(new - mean) <= std else "no"
+        (mean, std, _), (new, new_std, _) = seed_stats(list(ref.values())), seed_stats(
+            list(robust[scheme].values()))  # fmt: skip
+        c = compare(robust[scheme], ref, noise)
+        up = sum(robust[scheme][s] > ref[s] for s in ref)
         print(f"| {scheme} | {mean:.2f} +- {std:.2f} | {new:.2f} +- {new_std:.2f} | "
-              f"{new - mean:+.2f} | {within} |", flush=True)  # fmt: skip
+              f"{new - mean:+.2f} | {c.outcome}, higher at {up} of {c.seeds} |",
+              flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -136,7 +136,7 @@ def test_writing_refuses_numbers_that_changed_under_the_same_version(tmp_path):
     with pytest.raises(ValueError, match="defence-median changed while their compute version"):
         write_canaries(fresh, path=target, stored=stored)
     assert not target.exists()
-    fresh["defence-median"]["compute_version"]["defences"] = 2  # bumped: now it may
+    fresh["defence-median"]["compute_version"]["aggregators"] += 1  # bumped: now it may
     write_canaries(fresh, path=target, stored=stored)
     assert load_canaries(target) == fresh
 

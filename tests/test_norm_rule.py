@@ -118,8 +118,9 @@ def test_a_member_missing_last_epoch_does_not_pull_its_group_back():
     assert all(torch.equal(plan.start[i]["w"], fresh["w"]) for i in range(3))
 
 
-def _attacked(scheme, attack, norm_limit=20.0, epochs=4):
-    cfg = make_config("rotated-digits", scheme, 0, epochs=epochs, norm_limit=norm_limit)
+def _attacked(scheme, attack, norm_limit=20.0, epochs=4, **settings):
+    cfg = make_config("rotated-digits", scheme, 0, epochs=epochs, norm_limit=norm_limit,
+                      **settings)  # fmt: skip
     model = init_model(cfg, 0, "cpu")
     names = [k for k, _ in model.named_parameters()]
     inner = LocalBackend(cfg, build_clients(cfg), model, "cpu")
@@ -171,6 +172,25 @@ def test_a_client_alone_is_never_rejected_by_the_rule():
         dict(replies), dict.fromkeys(replies, START), 0, [[0, 1], [2], [3, 4]]
     )
     assert sorted(ok) == [1, 2, 3, 4]
+
+
+def test_hccts_loners_are_judged_under_a_robust_rule_for_the_group_they_join_next():
+    from hcct_lite.schemes.baselines import IFCA, Independent
+    from hcct_lite.schemes.hcct import HCCT
+
+    assert HCCT(1.0).judges_every_reply("krum-mean") and not HCCT(1.0).judges_every_reply("mean")
+    assert not any(Independent().judges_every_reply(a) for a in ("mean", "median"))
+    assert IFCA(2).judges_every_reply("mean")  # cluster models: every reply, always
+    # the sleeper: alone in epoch 0, a model whose classifier is turned and 1000 x as large,
+    # then a copy of silo 1's update, so that silo 1's next group starts from its model
+    guarded = _attacked("hcct", "sleeper", epochs=3, aggregator="krum-mean")
+    assert [(x["client"], x["epoch"]) for x in guarded["rejected"]] == [(0, 0)]
+    assert guarded["history"][0]["missing"] == [0]
+    # FedAvg keeps the paper's grids' rule: the poison passes, and silo 1, grouped with
+    # the sleeper in epoch 2, trains from their average and has its own reply refused
+    plain = _attacked("hcct", "sleeper", epochs=3)
+    refused = {(x["client"], x["epoch"]) for x in plain["rejected"]}
+    assert (0, 0) not in refused and (1, 2) in refused
 
 
 class _BadReferences(AttackBackend):

@@ -232,7 +232,7 @@ def test_the_aggregator_records_at_the_epoch_it_is_given_and_keeps_no_round():
     # what it holds is its parameters and its record, nothing of a round
     assert set(vars(agg)) == set(before) == {
         "kind", "clip_factor", "trim_fraction", "batch_size", "local_epochs", "few_replies",
-        "disputes",
+        "disputes", "history_left_out",
     }  # fmt: skip
     with pytest.raises(TypeError, match="epoch"):
         agg.combine(apart, *pair, [7, 2])  # the epoch is the caller's to say
@@ -271,3 +271,77 @@ def test_count_bound_is_validated_naming_it(bad):
         return
     with pytest.raises(ValueError, match="count_bound must be 0 .off. or a finite number >= 1"):
         make_config("rotated-digits", "global", count_bound=bad)
+
+
+# --- the model's own history: how it moved last epoch ---------------------------------
+
+
+def _history_combine(deltas, history, kind="krum-mean", reference=None):
+    agg = Aggregator(kind, batch_size=10, clip_factor=1e9)
+    n = len(deltas)
+    hist = None if history is None else {"w": torch.tensor(history, dtype=torch.float32)}
+    out = agg.combine(_states(deltas), [START] * n, [1.0] * n, [10] * n, range(10, 10 + n),
+                      epoch=3, reference=reference, history=hist)  # fmt: skip
+    return out["w"].tolist(), agg.record()
+
+
+def test_members_against_the_models_last_movement_are_left_out_while_at_most_half():
+    honest, liars = [[1, 0.1, 0], [1, -0.1, 0], [1.2, 0, 0]], [[-5, 0, 0], [-5, 1, 0]]
+    got, record = _history_combine(honest + liars, [1, 0, 0])
+    assert got == pytest.approx(_history_combine(honest, None)[0])  # as if they never came
+    assert record["history_left_out"] == [{"epoch": 3, "groups": [[13, 14]]}]
+    assert "history_left_out_note" in record
+    # a tie (two of four) is settled by the history: what a cluster's colluders make
+    got, record = _history_combine(honest[:2] + liars, [1, 0, 0])
+    assert got == pytest.approx([1, 0, 0]) and record["history_left_out"][0]["groups"] == [[12, 13]]
+    # more than half against it: the model is turning, every member counts
+    got, record = _history_combine(honest[:2] + liars + [[-4, 0, 0]], [1, 0, 0])
+    assert "history_left_out" not in record
+    assert got == pytest.approx(_history_combine(honest[:2] + liars + [[-4, 0, 0]], None)[0])
+
+
+@pytest.mark.parametrize("history", [None, [0, 0, 0], [0, 0, 1]])
+def test_no_history_a_still_model_or_an_orthogonal_one_leaves_no_one_out(history):
+    deltas = [[1, 0, 0], [1.1, 0, 0], [-3, 0, 0], [0.9, 0, 0]]
+    got, record = _history_combine(deltas, history)
+    assert "history_left_out" not in record
+    assert got == pytest.approx(_history_combine(deltas, None)[0])
+
+
+def test_a_dispute_of_two_is_settled_by_the_models_history_before_the_rounds_median():
+    median_backs_the_flip = {"w": torch.tensor([-1.0, 0.0, 0.0])}  # the victim's domain is rare
+    pair = [[1, 0, 0], [-4, 0, 0]]
+    got, record = _history_combine(pair, None, reference=median_backs_the_flip)
+    assert got == pytest.approx([-4, 0, 0])  # the round alone keeps the flip
+    got, record = _history_combine(pair, [1, 0.2, 0], reference=median_backs_the_flip)
+    assert got == pytest.approx([1, 0, 0])  # the model moved the victim's way last epoch
+    assert record["disputes"] == [{"epoch": 3, "pairs": [{"kept": 10, "left_out": 11}]}]
+
+
+def test_a_scheme_remembers_how_each_model_moved_last_epoch_only():
+    from hcct_lite.schemes.baselines import Global
+
+    scheme = Global()
+    scheme.aggregator = Aggregator("krum-mean", batch_size=10, clip_factor=1e9)
+    ref = {"w": torch.tensor([0.0, 0.0, 0.0])}
+    honest, liar = [[1, 0, 0], [1.1, 0, 0], [0.9, 0, 0]], [[-3, 0, 0]]
+
+    def average(deltas, epoch, model="global", starts=None):
+        n = len(deltas)
+        return scheme.average(_states(deltas), starts or [START] * n, [1] * n, [10] * n,
+                              range(n), epoch=epoch, reference=ref, model=model)  # fmt: skip
+
+    average(honest, 0)  # the model moves along +x
+    average(honest + liar, 1)
+    assert scheme.aggregator.record()["history_left_out"] == [{"epoch": 1, "groups": [[3]]}]
+    average(honest + liar, 3)  # nothing aggregated at epoch 2: no history
+    average(honest + liar, 4, model="another")  # another model's movement is not this one's
+    other = {"w": torch.zeros(3), "n": torch.tensor(4)}
+    average(honest, 5, starts=[START, other, START])  # differing starts: no one movement
+    average(honest + liar, 6)
+    assert len(scheme.aggregator.record()["history_left_out"]) == 1
+    fedavg = Global()
+    fedavg.aggregator = Aggregator("mean")
+    fedavg.average(_states(honest), [START] * 3, [1] * 3, [10] * 3, range(3), epoch=0,
+                   model="global")  # fmt: skip
+    assert not vars(fedavg).get("_moved")  # FedAvg remembers nothing

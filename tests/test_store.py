@@ -169,13 +169,18 @@ def test_refactors_leave_results_reusable_and_a_bumped_version_does_not(done, mo
                                  "rotated-digits 1, scheme independent 1")  # fmt: skip
     # a version bumped on purpose: every part the run uses counts, no other
     parts = ((provenance, "ENGINE_VERSION"), (Independent, "compute_version"),
-             (provenance, "DEFENCES_VERSION"), (HCCT, "compute_version"))  # fmt: skip
+             (provenance, "DEFENCES_VERSION"), (provenance, "AGGREGATORS_VERSION"),
+             (HCCT, "compute_version"))  # fmt: skip
     for where, attr in parts:
-        monkeypatch.setattr(where, attr, 2)
+        old = getattr(where, attr)
+        monkeypatch.setattr(where, attr, old + 1)
         ok, why = reuse_decision(str(path), cfg)
-        used = where is not HCCT and (attr != "DEFENCES_VERSION" or provenance.uses_defences(cfg))
-        assert ok is not used and (ok or "is version 1, now 2" in why), (attr, why)
-        monkeypatch.setattr(where, attr, 1)
+        used = {
+            "DEFENCES_VERSION": provenance.uses_defences(cfg),
+            "AGGREGATORS_VERSION": cfg.aggregator != "mean",
+        }.get(attr, where is not HCCT)
+        assert ok is not used and (ok or f"is version {old}, now {old + 1}" in why), (attr, why)
+        monkeypatch.setattr(where, attr, old)
 
 
 def test_a_file_nested_too_deeply_is_one_sentence(tmp_path):

@@ -137,7 +137,8 @@ def _aggregation_problem(r: dict, cfg) -> str | None:
         got = agg.get("aggregator") if isinstance(agg, dict) else agg
         return f"its aggregation names {got!r}, its config {cfg.aggregator!r}"
     epochs = len(r["history"])
-    for key, inner in (("few_replies", "groups"), ("disputes", "pairs")):
+    for key, inner in (("few_replies", "groups"), ("disputes", "pairs"),
+                       ("history_left_out", "groups")):  # fmt: skip
         if key in agg and (cfg.aggregator == "mean" or _record_problem(agg[key], inner, epochs)):
             return f"its aggregation {key} is not what a {cfg.aggregator} run records"
     vouched = vouched_counts(r["sizes"], cfg.count_bound).tolist()

@@ -187,20 +187,46 @@ class Scheme:
     # whether a model trained by one client alone may be taken up by others later (cluster
     # models): then the norm rule judges every reply, a loner's too
     models_shared = False
+    # whether a loner's model is carried into the group it joins later (HCCT: a group
+    # starts from its members' models): then a robust rule's run judges loners too
+    loners_rejoin = False
 
-    def average(self, states, starts, weights, sizes, members, *, epoch, reference=None) -> dict:
+    def judges_every_reply(self, aggregator: str) -> bool:
+        """Whether the norm rule judges every reply, a loner's too, under ``aggregator``.
+
+        Yes where every model may be taken up by others (``models_shared``), and, under a
+        robust rule, where a loner's model is carried into the group it joins
+        (``loners_rejoin``); FedAvg runs keep the rule the paper's grids ran under.
+        """
+        return self.models_shared or (self.loners_rejoin and aggregator != "mean")
+
+    def average(self, states, starts, weights, sizes, members, *, epoch, reference=None,
+                model=None) -> dict:  # fmt: skip
         """One model from members' trained ``states`` by the scheme's aggregator.
 
         ``starts`` (n,) the models they trained from, ``weights`` (n,) aggregation
         weights, ``sizes`` (n,) their D_i, ``members`` their client ids; ``epoch`` and
         ``reference`` (:meth:`dispute_reference`) the round being aggregated (see
-        :meth:`~hcct_lite.schemes.robust.Aggregator.combine`).
+        :meth:`~hcct_lite.schemes.robust.Aggregator.combine`). ``model``: a hashable name
+        of the model they trained from (a cluster's, the global one, a group's), or None.
+        Under a robust rule the scheme remembers how each named model moved, and the
+        movement of the previous epoch is the aggregator's ``history`` for the same name.
         """
         if self.aggregator is None:
             return weighted_average(states, weights)
-        return self.aggregator.combine(
-            states, starts, weights, sizes, list(members), epoch=epoch, reference=reference
-        )
+        robust = self.aggregator.kind != "mean"
+        moved = vars(self).setdefault("_moved", {})  # name -> (epoch, movement)
+        for name in [k for k, (e, _) in moved.items() if e < epoch - 1]:
+            del moved[name]  # older than last epoch: no longer how the model moved
+        last = moved.get(model) if robust and model is not None else None
+        out = self.aggregator.combine(
+            states, starts, weights, sizes, list(members), epoch=epoch, reference=reference,
+            history=last[1] if last is not None and last[0] == epoch - 1 else None,
+        )  # fmt: skip
+        if robust and model is not None and all(s is starts[0] for s in starts):
+            moved[model] = (epoch, {k: out[k] - v for k, v in starts[0].items()
+                                    if v.is_floating_point()})  # fmt: skip
+        return out
 
     def dispute_reference(self, results: dict):
         """The round's reference for the aggregator, from its accepted ``results``, or None.
@@ -271,7 +297,7 @@ class GroupScheme(Scheme):
             model = self.average(
                 [results[i].state for i in g], [plan.start.get(i) for i in g],
                 self.weights(g, server, results), server.sizes[g], g,
-                epoch=t, reference=reference,
+                epoch=t, reference=reference, model=frozenset(g),
             )  # fmt: skip
             for i in g:
                 out[i] = self._personal(model, results[i].state, server.head)

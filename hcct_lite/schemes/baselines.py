@@ -164,7 +164,7 @@ class MAXFL(Scheme):
             self.global_state = self.average(
                 [results[i].state for i in members], [plan.start.get(i) for i in members],
                 server.sizes[members], server.sizes[members], members,
-                epoch=t, reference=self.dispute_reference(results),
+                epoch=t, reference=self.dispute_reference(results), model="global",
             )  # fmt: skip
         if not bootstrap:
             for i in members:
@@ -223,7 +223,7 @@ class _ClusterModels(Scheme):
                 self.models[j] = self.average(
                     [results[i].state for i in members], [plan.start.get(i) for i in members],
                     server.sizes[members], server.sizes[members], members,
-                    epoch=t, reference=reference,
+                    epoch=t, reference=reference, model=j,
                 )  # fmt: skip
         return {i: self.client_model(c) for i, c in choice.items()}
 

@@ -24,6 +24,7 @@ class HCCT(GroupScheme):
     """
 
     name = "hcct"
+    loners_rejoin = True  # a singleton's model is averaged into the group it joins next
 
     def __init__(self, alpha, num_groups=None, authors_round0: bool = False):
         super().__init__(authors_round0)

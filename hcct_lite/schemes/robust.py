@@ -26,10 +26,18 @@ model minus the model it started from, in two stages:
 The group model is then the start model plus the combined delta. Integer entries (batch
 counters) keep the rounded D-weighted average.
 
+**The model's own history** (learning from history, as Karimireddy et al., 2021): where the
+model a group trains moved last epoch (a cluster model, the global model, a group that
+stays together), that movement is the one reference no member of this round wrote alone.
+Of three or more, the members whose clipped delta points against it (cosine < 0) are left
+out when they are at most half of the group; more than half is followed (the model may
+be turning), and a model that did not move, or moved from differing starts, has none.
+
 **Fewer than three members** (two silos, or a larger federation with the rest silent): no
 rule can tell which of two is honest. The clip's references are then the *smaller* norms
 (:func:`~hcct_lite.schemes.norms.norm_bound`), the combination is the clipped D-weighted
-mean, and the result records each such group (:meth:`Aggregator.record`).
+mean, and the result records each such group (:meth:`Aggregator.record`). Two that point
+apart are settled by the model's history, or, where it has none, by the round's median.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import numpy as np
 import torch
 
 from .base import weighted_average
+from .combine import COMBINE, capped_weights
 from .norms import l2_norm, local_steps, norm_bound, norm_reference, per_step_norms
 
 __all__ = [
@@ -50,7 +59,6 @@ __all__ = [
 AGGREGATORS = (
     "mean", "clipped-mean", "trimmed-mean", "median", "centered-clip", "multi-krum", "krum-mean",
 )  # fmt: skip
-CENTERED_CLIP_STEPS = 3
 # The parameters an Aggregator is built with, fixed for its life
 _PARAMETERS = ("kind", "clip_factor", "trim_fraction", "batch_size", "local_epochs")
 
@@ -91,19 +99,6 @@ def vouched_counts(declared, bound: float) -> np.ndarray:
         return d.copy()
     cap = max(1, int(bound * norm_reference(positive)))
     return np.minimum(d, cap)
-
-
-def capped_weights(weights) -> np.ndarray:
-    """(n,) ``weights`` capped at their reference (the median; of two, the smaller), summing 1.
-
-    A robust rule gives no member more weight than a typical one: a count or an accuracy
-    a silo reports buys at most the median's weight.
-    """
-    w = np.asarray(weights, dtype=np.float64)
-    positive = w[w > 0]
-    if len(positive):
-        w = np.minimum(w, norm_reference(positive))
-    return w / w.sum()
 
 
 def round_reference(updates: list):
@@ -147,6 +142,8 @@ class Aggregator:
     few_replies : dict epoch -> groups (lists of client ids) of two, averaged without a
         robust rule (the result's ``few_replies``)
     disputes : dict epoch -> ``{"kept", "left_out"}`` pairs of two that pointed apart
+    history_left_out : dict epoch -> lists of the members of one group each, left out for
+        pointing against the model's last movement
     """
 
     def __init__(self, kind="mean", clip_factor=4.0, trim_fraction=0.25, batch_size=64,
@@ -158,7 +155,7 @@ class Aggregator:
                 raise ValueError(f"{name} must be an int >= 1; got {steps!r}")
         self.kind, self.clip_factor, self.trim_fraction = kind, clip_factor, trim_fraction
         self.batch_size, self.local_epochs = batch_size, local_epochs
-        self.few_replies, self.disputes = {}, {}
+        self.few_replies, self.disputes, self.history_left_out = {}, {}, {}
 
     def __setattr__(self, name, value):
         if name in _PARAMETERS and name in self.__dict__:
@@ -166,7 +163,7 @@ class Aggregator:
         super().__setattr__(name, value)
 
     def combine(self, states: list, starts: list, weights, sizes, members=(), *, epoch: int,
-                reference=None) -> dict:  # fmt: skip
+                reference=None, history=None) -> dict:  # fmt: skip
         """The group's model from its members' trained ``states``.
 
         Parameters
@@ -180,6 +177,10 @@ class Aggregator:
         reference : mapping name -> tensor, or None. The round's robust centre as a delta
             (:meth:`dispute_reference`): a group of two that points apart keeps the member
             it backs; None (fewer than three replies in the round, or FedAvg) keeps both.
+        history : mapping name -> tensor, or None. How the model the members trained from
+            moved last epoch (:meth:`~hcct_lite.schemes.base.Scheme.average` keeps it):
+            members pointing against it are left out while they are at most half, and it
+            settles a dispute in place of ``reference``.
 
         Returns
         -------
@@ -194,12 +195,17 @@ class Aggregator:
         floats = [k for k, v in states[0].items() if v.is_floating_point()]
         deltas = [{k: s[k] - st[k] for k in floats} for s, st in zip(states, starts, strict=True)]
         deltas = self._clipped(deltas, local_steps(sizes, self.batch_size, self.local_epochs))
-        few = len(states) < 3  # no majority to go by: the clipped mean, recorded
-        if few:
-            ids = [int(i) for i in members]
+        ids = [int(i) for i in members] or list(range(len(states)))
+        kept = self._with_history(deltas, history, ids, epoch)
+        if len(kept) < len(deltas):
+            deltas, ids = [deltas[i] for i in kept], [ids[i] for i in kept]
+            w = capped_weights(np.asarray(weights, dtype=np.float64)[kept])
+        few = len(deltas) < 3  # no majority to go by: the clipped mean, recorded
+        if len(deltas) == 2:
             self.few_replies.setdefault(epoch, []).append(ids)
-            w = self._settle_dispute(deltas, w, ids, epoch, reference)
-        combined = _COMBINE["clipped-mean" if few else self.kind](deltas, w, self)
+            w = self._settle_dispute(deltas, w, ids, epoch, reference if history is None
+                                     else history)  # fmt: skip
+        combined = COMBINE["clipped-mean" if few else self.kind](deltas, w, self)
         same = all(st is starts[0] for st in starts)
         base = starts[0] if same else weighted_average(starts, weights)
         out = weighted_average(states, weights)  # integer entries: the rounded average
@@ -216,14 +222,14 @@ class Aggregator:
         return None if self.kind == "mean" else round_reference(updates)
 
     def _settle_dispute(self, deltas: list, w, members: list, epoch: int, reference):
-        """(2,) the weights of two members, or, where they disagree, of the one the round backs.
+        """(2,) the weights of two members, or, where they disagree, of the one ``reference`` backs.
 
         Two updates that point apart (cosine < 0) cannot both be honest progress on a
         shared model, and averaging them lets either one cancel the other. The member whose
-        delta agrees better with the round's ``reference`` (the coordinate-wise median of
-        every accepted update, so an honest majority's) keeps weight 1, the other 0, and
-        the pair is recorded in ``disputes`` at ``epoch``. Without a reference, both keep
-        their weights.
+        delta agrees better with ``reference`` (the model's last movement, or else the
+        coordinate-wise median of every accepted update of the round, an honest majority's)
+        keeps weight 1, the other 0, and the pair is recorded in ``disputes`` at ``epoch``.
+        Without a reference, both keep their weights.
         """
         if reference is None or _cosine(deltas[0], deltas[1]) >= 0:
             return w
@@ -233,6 +239,20 @@ class Aggregator:
             {"kept": members[kept], "left_out": members[1 - kept]} if members else {}
         )
         return np.eye(2)[kept]
+
+    def _with_history(self, deltas: list, history, members: list, epoch: int) -> list:
+        """The indices of the members kept, of ``deltas`` against the model's ``history``.
+
+        Of three or more, those pointing against it (cosine < 0) are left out, and recorded
+        at ``epoch``, if they are at most half of the group.
+        """
+        if history is None or len(deltas) < 3:
+            return list(range(len(deltas)))
+        against = {i for i, d in enumerate(deltas) if _cosine(d, history) < 0}
+        if not against or 2 * len(against) > len(deltas):
+            return list(range(len(deltas)))
+        self.history_left_out.setdefault(epoch, []).append([members[i] for i in sorted(against)])
+        return [i for i in range(len(deltas)) if i not in against]
 
     def _clipped(self, deltas: list, steps) -> list:
         """Each delta scaled to at most its :func:`norm_bound` limit (``clip_factor``)."""
@@ -261,6 +281,13 @@ class Aggregator:
                 f"local step times its own steps) and the two averaged ({self.kind} needs "
                 f"three or more)"
             )
+        if self.history_left_out:
+            left = sorted(self.history_left_out.items())
+            out["history_left_out"] = [{"epoch": e, "groups": g} for e, g in left]
+            out["history_left_out_note"] = (
+                "members whose update pointed against the last movement of the model they "
+                "trained (cosine < 0), while they were at most half of their group, were left out"
+            )
         if self.disputes:
             out["disputes"] = [{"epoch": e, "pairs": p} for e, p in sorted(self.disputes.items())]
             out["disputes_note"] = (
@@ -269,97 +296,3 @@ class Aggregator:
                 "was kept"
             )
         return out
-
-
-def _stack(deltas: list, k: str) -> torch.Tensor:
-    return torch.stack([d[k] for d in deltas])
-
-
-def _weights_like(w, x: torch.Tensor) -> torch.Tensor:
-    return torch.as_tensor(w, dtype=x.dtype, device=x.device).view(-1, *([1] * (x.dim() - 1)))
-
-
-def _mean(deltas, w, agg) -> dict:
-    out = {}
-    for k in deltas[0]:
-        x = _stack(deltas, k)
-        out[k] = (x * _weights_like(w, x)).sum(0)
-    return out
-
-
-def _trimmed_mean(deltas, w, agg) -> dict:
-    n = len(deltas)
-    b = min(max(1, int(agg.trim_fraction * n)), (n - 1) // 2)
-    out = {}
-    for k in deltas[0]:
-        x = _stack(deltas, k)
-        values, order = x.sort(dim=0)
-        ws = torch.as_tensor(w, dtype=x.dtype, device=x.device)[order]  # each value's weight
-        kept, wk = values[b : n - b], ws[b : n - b]
-        out[k] = (kept * wk).sum(0) / wk.sum(0)
-    return out
-
-
-def _median(deltas, w, agg) -> dict:
-    n = len(deltas)
-    out = {}
-    for k in deltas[0]:
-        values = _stack(deltas, k).sort(dim=0).values
-        # halves first: two values near float32's maximum overflow when summed
-        out[k] = values[(n - 1) // 2] / 2 + values[n // 2] / 2
-    return out
-
-
-def _centered_clip(deltas, w, agg) -> dict:
-    v = {k: torch.zeros_like(t) for k, t in deltas[0].items()}
-    for _ in range(CENTERED_CLIP_STEPS):
-        diffs = [{k: d[k] - v[k] for k in v} for d in deltas]
-        norms = per_step_norms(diffs, np.ones(len(diffs)))
-        tau = float(np.median(norms))
-        scales = [min(1.0, tau / x) if x > 0 else 1.0 for x in norms]
-        for k in v:
-            v[k] = v[k] + sum(wi * si * d[k] for wi, si, d in zip(w, scales, diffs, strict=True))
-    return v
-
-
-def _multi_krum(deltas, w, agg) -> dict:
-    chosen = _krum_choice(deltas, (len(deltas) - 3) // 2)
-    wc = np.asarray(w)[chosen]
-    return _mean([deltas[i] for i in chosen], wc / wc.sum(), agg)
-
-
-def _krum_mean(deltas, w, agg) -> dict:
-    # of three, leaving the farthest out would leave out an honest odd one every round (a
-    # silo of another domain): centred clipping instead; of more, at least one is left out
-    if len(deltas) == 3:
-        return _centered_clip(deltas, w, agg)
-    chosen = _krum_choice(deltas, max(1, (len(deltas) - 3) // 2))
-    return _mean([deltas[i] for i in chosen], capped_weights(np.asarray(w)[chosen]), agg)
-
-
-def _krum_choice(deltas, f: int) -> np.ndarray:
-    """The indices of the ``n - f`` deltas closest to the others (Blanchard et al., 2017).
-
-    A delta's score is its summed squared distance to its nearest ``max(1, n - f - 2)``
-    others; the ``n - f`` lowest scores are kept, in order of score.
-    """
-    n = len(deltas)
-    gram = torch.zeros(n, n, dtype=torch.float64)
-    for k in deltas[0]:
-        x = _stack(deltas, k).reshape(n, -1).double()
-        gram += (x @ x.T).cpu()
-    sq = torch.diag(gram)
-    dist = (sq[:, None] + sq[None, :] - 2 * gram).clamp(min=0)
-    near = max(1, n - f - 2)
-    scores = [float(dist[i][torch.arange(n) != i].sort().values[:near].sum()) for i in range(n)]
-    return np.argsort(scores, kind="stable")[: n - f]
-
-
-_COMBINE = {
-    "clipped-mean": _mean,
-    "trimmed-mean": _trimmed_mean,
-    "median": _median,
-    "centered-clip": _centered_clip,
-    "multi-krum": _multi_krum,
-    "krum-mean": _krum_mean,
-}

@@ -333,8 +333,8 @@ def run_epoch(t: int, run: EngineState) -> dict:
     server = run.view(t, active, new)
     lr = cfg.lr * cfg.lr_decay**t
     plan = scheme.plan(t, server)
-    # a scheme whose every model may be taken up by others (cluster models) has no loner
-    shared = None if scheme.models_shared else plan.groups
+    # a loner's reply is judged where its model may be taken up by others
+    shared = None if scheme.judges_every_reply(cfg.aggregator) else plan.groups
     results = screen.accepted_training(backend.train(plan.start, lr, t), plan.start, t, shared)
     # missing: planned but silent or rejected, or left out of the plan for a probe
     missing = set(active) - set(results)

@@ -32,6 +32,7 @@ __all__ = [
     "uses_defences",
     "ENGINE_VERSION",
     "DEFENCES_VERSION",
+    "AGGREGATORS_VERSION",
     "BATCHED_VERSION",
     "compute_fingerprint",
     "source_fingerprint",
@@ -45,13 +46,16 @@ __all__ = [
 
 # Bump on purpose when a change alters what runs compute (the canary test says when):
 # ENGINE_VERSION for the loop, local SGD, evaluation, networks, data, splits and the
-# partition (every run); DEFENCES_VERSION for the norm rule, the count bound and the robust
-# aggregators (runs that use them); BATCHED_VERSION for every client trained at once
+# partition (every run); DEFENCES_VERSION for the norm rule and the count bound (runs that
+# use them, and the robust aggregators as they were at version 1); AGGREGATORS_VERSION for
+# the robust aggregators (runs whose aggregator is not FedAvg's: their history rule and the
+# loners they judge came with version 2); BATCHED_VERSION for every client trained at once
 # (batched_clients: training/batched.py and the stacked networks). A scheme's version is
 # its class's ``compute_version``, a task's its entry in ``TASK_VERSIONS``
 # (hcct_lite/training/tasks.py).
 ENGINE_VERSION = 1
 DEFENCES_VERSION = 1
+AGGREGATORS_VERSION = 2
 BATCHED_VERSION = 1
 
 # The subpackages whose code computes a run. Reports, plots, the command line and the
@@ -104,7 +108,8 @@ def compute_version(cfg) -> dict:
     -------
     dict
         ``{"engine": int, "task <name>": int, "scheme <name>": int}``, with ``"defences"``
-        when :func:`uses_defences` and ``"batched"`` when ``batched_clients``. Two runs of
+        when :func:`uses_defences`, ``"aggregators"`` when the aggregator is a robust rule
+        and ``"batched"`` when ``batched_clients``. Two runs of
         the same settings and compute version give the same numbers under the same CPU
         kernels and threads.
     """
@@ -118,6 +123,8 @@ def compute_version(cfg) -> dict:
     }
     if uses_defences(cfg):
         version["defences"] = DEFENCES_VERSION
+    if cfg.aggregator != "mean":
+        version["aggregators"] = AGGREGATORS_VERSION
     if cfg.batched_clients:
         version["batched"] = BATCHED_VERSION
     return version
