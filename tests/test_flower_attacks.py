@@ -223,3 +223,12 @@ def test_a_deployed_serverapp_whose_experiment_stopped_fails_after_writing_it(tm
     quiet = make_server_app(cfg)
     quiet(grid, context)
     assert quiet.last_result["status"]["state"] == "stopped"
+
+
+def test_three_colluders_of_eight_are_left_out_by_the_models_history():
+    """Silos 0-2 each send their update times -10 (the ClientApp's ``flip``), together."""
+    _, result = _run_for(6, "global", **_deployment(), poisoned=dict.fromkeys(range(3), "flip"))
+    left = {e["epoch"]: e["groups"] for e in result["aggregation"]["history_left_out"]}
+    # from the second epoch with a history on, the three and only they are left out
+    assert [left.get(t) for t in range(2, 6)] == [[[0, 1, 2]]] * 4
+    assert result["rejected"] == []  # nothing refused: the history alone leaves them out
