@@ -6,8 +6,8 @@ and column, the honest silos' mean final test error (%) over the seeds and, in b
 its change from the clean run of the same rule, seeds and federation with the same seats
 left out (the attackers', and silo 0's under ``absent`` and the ``-honest`` rows), and at how
 many seeds that change is upward (seed by seed, as the report's verdicts). A column is an
-aggregator at the norm rule's default (20) and ``--count-bound``, or ``deployment``: the
-Flower app's own defaults (``hcct_lite/flower/app/pyproject.toml``). Rows:
+aggregator at the deployment's norm rule (20) and ``--count-bound``, or ``deployment``:
+the Flower app's own defaults (``hcct_lite/flower/app/pyproject.toml``). Rows:
 
 - single attackers (silo 0): ``absent``, ``boost``, ``flip``, ``flip-0.9`` (at the clip's
   edge for every robust rule), ``ipm``, ``alie``, ``mimic``, ``x-28125``, ``1e37``,
@@ -78,9 +78,9 @@ def _row(attack: str) -> tuple:
 
 
 def _settings(column: str, count_bound: float) -> dict:
-    if column != "deployment":
-        return {"aggregator": column, "count_bound": count_bound}
     app = config_from_run_config(tomllib.loads(APP.read_text())["tool"]["flwr"]["app"]["config"])
+    if column != "deployment":  # the deployment's norm rule in every column (in-process: off)
+        return {"aggregator": column, "count_bound": count_bound, "norm_limit": app.norm_limit}
     keys = ("aggregator", "clip_factor", "trim_fraction", "norm_limit", "count_bound")
     return {k: getattr(app, k) for k in keys}
 

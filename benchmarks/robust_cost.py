@@ -3,9 +3,9 @@
     python benchmarks/robust_cost.py --grid schemes-fmnist --aggregator centered-clip --workers 2
 
 Reruns every run of the grid (its Table III settings and seeds) with ``--aggregator`` (or
-``deployment``: the Flower app's defence, its aggregator and count bound) and prints, per
-scheme, the mean final test error over clients (mean +- std over seeds) of the shipped
-results (FedAvg) and of the reruns, their difference, and the report's verdict on it
+``deployment``: the Flower app's defence, its aggregator, count bound and norm rule) and
+prints, per scheme, the mean final test error over clients (mean +- std over seeds) of the
+shipped results (FedAvg) and of the reruns, their difference, and the report's verdict on it
 (:func:`hcct_lite.reproduction.verdicts.compare`: seed by seed, resolved only where the
 defence is higher, or lower, at every seed by more than the rerun noise). Nothing is
 written.
@@ -37,14 +37,15 @@ def _defence(aggregator: str) -> dict:
 
     app = Path(__file__).parents[1] / "hcct_lite" / "flower" / "app" / "pyproject.toml"
     cfg = config_from_run_config(tomllib.loads(app.read_text())["tool"]["flwr"]["app"]["config"])
-    return {k: getattr(cfg, k) for k in ("aggregator", "clip_factor", "count_bound")}
+    keys = ("aggregator", "clip_factor", "count_bound", "norm_limit")
+    return {k: getattr(cfg, k) for k in keys}
 
 
 def _rerun(args):
     job, aggregator = args
     torch.set_num_threads(1)
     logging.getLogger("hcct_lite").setLevel(logging.ERROR)
-    cfg = make_config(job.task, job.scheme, job.seed, **_defence(aggregator), **job.overrides)
+    cfg = make_config(job.task, job.scheme, job.seed, **{**job.overrides, **_defence(aggregator)})
     return job.scheme, job.seed, run_experiment(cfg, progress=False)["final"]["mean"]
 
 
