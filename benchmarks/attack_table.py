@@ -34,7 +34,6 @@ import logging
 import multiprocessing as mp
 import os
 import sys
-import tomllib
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -45,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from attacks import AttackBackend, honest_mean  # noqa: E402
 
-from hcct_lite.flower.common import config_from_run_config  # noqa: E402
+from hcct_lite.flower.common import deployment_defence  # noqa: E402
 from hcct_lite.training.config import make_config  # noqa: E402
 from hcct_lite.training.engine import LocalBackend, init_model, run_experiment  # noqa: E402
 from hcct_lite.training.tasks import build_clients  # noqa: E402
@@ -57,7 +56,6 @@ ATTACKS = (
     "count+x-28125", "collude-2", "collude-3", "collude-4of9", "big-honest", "2-silos-boost",
     "2-silos-flip", "3-silos-boost", "3-silos-flip-0.9", "mixed-honest")
 )  # fmt: skip
-APP = Path(__file__).parents[1] / "hcct_lite" / "flower" / "app" / "pyproject.toml"
 
 
 def _row(attack: str) -> tuple:
@@ -78,11 +76,10 @@ def _row(attack: str) -> tuple:
 
 
 def _settings(column: str, count_bound: float) -> dict:
-    app = config_from_run_config(tomllib.loads(APP.read_text())["tool"]["flwr"]["app"]["config"])
+    app = deployment_defence()
     if column != "deployment":  # the deployment's norm rule in every column (in-process: off)
-        return {"aggregator": column, "count_bound": count_bound, "norm_limit": app.norm_limit}
-    keys = ("aggregator", "clip_factor", "trim_fraction", "norm_limit", "count_bound")
-    return {k: getattr(app, k) for k in keys}
+        return {"aggregator": column, "count_bound": count_bound, "norm_limit": app["norm_limit"]}
+    return app
 
 
 def final_errors(scheme: str, attack: str, column: str, seed: int, count_bound: float) -> tuple:

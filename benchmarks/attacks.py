@@ -57,6 +57,7 @@ class AttackBackend:
         self.count = attack.startswith("count")
         self.attack = attack.removeprefix("count").removeprefix("+") or "none"
         self.norm_limit = cfg.norm_limit
+        self._last = None  # the sleeper's last reply: "poison" or "copy"
         self.sizes = inner.sizes.copy()
         if self.count:
             self.sizes[self.attackers] = CLAIM
@@ -141,7 +142,7 @@ class AttackBackend:
             if i not in out or VICTIM not in out:
                 continue
             alone = starts[i] is not starts[VICTIM] or epoch == 0
-            poison = alone and getattr(self, "_last", None) != "poison"
+            poison = alone and self._last != "poison"
             self._last = "poison" if poison else "copy"
             g = (self._poisoned(i, starts[i], out, lr) if poison
                  else _flat(out[VICTIM].update, self.names))  # fmt: skip

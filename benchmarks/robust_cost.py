@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from hcct_lite.flower.common import deployment_defence
 from hcct_lite.reproduction.paper_grids import grid_jobs
 from hcct_lite.reproduction.verdicts import compare, noise_of
 from hcct_lite.runs.results import seed_stats
@@ -29,16 +30,7 @@ from hcct_lite.training.engine import run_experiment
 
 
 def _defence(aggregator: str) -> dict:
-    if aggregator != "deployment":
-        return {"aggregator": aggregator}
-    import tomllib
-
-    from hcct_lite.flower.common import config_from_run_config
-
-    app = Path(__file__).parents[1] / "hcct_lite" / "flower" / "app" / "pyproject.toml"
-    cfg = config_from_run_config(tomllib.loads(app.read_text())["tool"]["flwr"]["app"]["config"])
-    keys = ("aggregator", "clip_factor", "count_bound", "norm_limit")
-    return {k: getattr(cfg, k) for k in keys}
+    return deployment_defence() if aggregator == "deployment" else {"aggregator": aggregator}
 
 
 def _rerun(args):

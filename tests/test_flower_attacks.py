@@ -153,14 +153,9 @@ def test_a_flip_within_the_norm_rule_wrecks_fedavg_but_not_centred_clipping():
 
 def _deployment():
     """The settings of the deployed app's defence (its pyproject's run config)."""
-    import tomllib
+    from hcct_lite.flower.common import deployment_defence
 
-    from hcct_lite.flower.common import config_from_run_config
-
-    app = Path(__file__).parents[1] / "hcct_lite" / "flower" / "app" / "pyproject.toml"
-    cfg = config_from_run_config(tomllib.loads(app.read_text())["tool"]["flwr"]["app"]["config"])
-    keys = ("aggregator", "clip_factor", "count_bound", "norm_limit")
-    return {k: getattr(cfg, k) for k in keys}
+    return deployment_defence()
 
 
 def test_a_declared_count_buys_nothing_under_the_deployments_defence():
@@ -180,7 +175,7 @@ def test_a_declared_count_buys_nothing_under_the_deployments_defence():
 
 def test_a_deployment_defends_by_default():
     assert _deployment() == {"aggregator": "krum-mean", "clip_factor": 4.0, "count_bound": 8.0,
-                             "norm_limit": 20.0}  # fmt: skip
+                             "norm_limit": 20.0, "trim_fraction": 0.25}  # fmt: skip
     paper = make_config("rotated-digits", "global")
     assert (paper.aggregator, paper.count_bound) == ("mean", 0.0)  # the paper's runs
 

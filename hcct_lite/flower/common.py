@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import tomllib
+from pathlib import Path
 
 import torch
 from flwr.app import ArrayRecord
@@ -90,6 +92,24 @@ def config_from_run_config(run_config) -> RunConfig:
     if isinstance(overrides.get("domains"), str):
         overrides["domains"] = overrides["domains"].split()
     return make_config(task, scheme, seed, **overrides)
+
+
+# The settings of a deployment's defence, as the run config names them (RunConfig fields)
+DEFENCE_SETTINGS = ("aggregator", "clip_factor", "trim_fraction", "norm_limit", "count_bound")
+
+
+def deployment_defence() -> dict:
+    """The defence a deployment runs by default: the Flower app's own run config.
+
+    Returns
+    -------
+    dict
+        :data:`DEFENCE_SETTINGS` -> their values in ``hcct_lite/flower/app/pyproject.toml``
+        (as :func:`config_from_run_config` reads them), for ``make_config``.
+    """
+    app = Path(__file__).parent / "app" / "pyproject.toml"
+    cfg = config_from_run_config(tomllib.loads(app.read_text())["tool"]["flwr"]["app"]["config"])
+    return {k: getattr(cfg, k) for k in DEFENCE_SETTINGS}
 
 
 def to_record(state: dict) -> ArrayRecord:

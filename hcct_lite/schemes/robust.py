@@ -199,9 +199,9 @@ class Aggregator:
         kept = self._with_history(deltas, history, ids, epoch)
         if len(kept) < len(deltas):
             deltas, ids = [deltas[i] for i in kept], [ids[i] for i in kept]
-            w = capped_weights(np.asarray(weights, dtype=np.float64)[kept])
-        few = len(deltas) < 3  # no majority to go by: the clipped mean, recorded
-        if len(deltas) == 2:
+            w = capped_weights(np.asarray(weights)[kept])
+        few = len(deltas) < 3  # no majority to go by (two: the history leaves at least two)
+        if few:
             self.few_replies.setdefault(epoch, []).append(ids)
             w = self._settle_dispute(deltas, w, ids, epoch, reference if history is None
                                      else history)  # fmt: skip
