@@ -26,7 +26,6 @@ import sys
 import tempfile
 import threading
 import time
-import tomllib
 from pathlib import Path
 
 from hcct_lite.deploy.processes import die_with_parent
@@ -182,15 +181,14 @@ def main(argv=None) -> None:
 
     import torch
 
+    from hcct_lite.flower.common import deployment_defence
     from hcct_lite.training.config import make_config
     from hcct_lite.training.engine import run_experiment
 
     torch.set_num_threads(1)
-    # the deployment aggregates as the app's run config says (a robust rule by default)
-    app_config = tomllib.loads((APP / "pyproject.toml").read_text())["tool"]["flwr"]["app"]
-    aggregator = app_config["config"]["aggregator"]
+    # the deployment defends as the app's run config says (a robust rule by default)
     cfg = make_config(args.task, "hcct", 0, epochs=args.epochs, n_clients=args.clients,
-                      aggregator=aggregator)  # fmt: skip
+                      **deployment_defence())  # fmt: skip
     t0 = time.perf_counter()
     local = run_experiment(cfg, progress=False)
     engine = time.perf_counter() - t0

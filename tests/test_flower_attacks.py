@@ -20,6 +20,7 @@ from poison_app import poison  # noqa: E402
 
 from hcct_lite.deploy.inline import InlineGrid  # noqa: E402
 from hcct_lite.flower.client import make_client_app  # noqa: E402
+from hcct_lite.flower.common import deployment_defence  # noqa: E402
 from hcct_lite.flower.server import REPORTED_BY_SILOS, run_on_grid  # noqa: E402
 from hcct_lite.training.config import make_config  # noqa: E402
 from hcct_lite.training.engine import run_experiment  # noqa: E402
@@ -151,17 +152,10 @@ def test_a_flip_within_the_norm_rule_wrecks_fedavg_but_not_centred_clipping():
     assert errors["centered-clip"][1] < errors["centered-clip"][0] + 2  # 73.5 -> 72.5
 
 
-def _deployment():
-    """The settings of the deployed app's defence (its pyproject's run config)."""
-    from hcct_lite.flower.common import deployment_defence
-
-    return deployment_defence()
-
-
 def test_a_declared_count_buys_nothing_under_the_deployments_defence():
     """Silo 1 declares 10^6 of its 112 samples and sends its update x -28,125."""
     liar = {1: "enrol-million+x-28125"}
-    defence = _deployment()
+    defence = deployment_defence()
     clean, _ = _run_for(8, "global", **defence, poisoned={})
     attacked, result = _run_for(8, "global", **defence, poisoned=liar)
     assert result["sizes"][1] == 10**6  # what it declared, and what the server vouched for:
@@ -174,8 +168,9 @@ def test_a_declared_count_buys_nothing_under_the_deployments_defence():
 
 
 def test_a_deployment_defends_by_default():
-    assert _deployment() == {"aggregator": "krum-mean", "clip_factor": 4.0, "count_bound": 8.0,
-                             "norm_limit": 20.0, "trim_fraction": 0.25}  # fmt: skip
+    assert deployment_defence() == {"aggregator": "krum-mean", "clip_factor": 4.0,
+                                    "count_bound": 8.0, "norm_limit": 20.0,
+                                    "trim_fraction": 0.25}  # fmt: skip
     paper = make_config("rotated-digits", "global")
     assert (paper.aggregator, paper.count_bound) == ("mean", 0.0)  # the paper's runs
 
@@ -222,7 +217,8 @@ def test_a_deployed_serverapp_whose_experiment_stopped_fails_after_writing_it(tm
 
 def test_three_colluders_of_eight_are_left_out_by_the_models_history():
     """Silos 0-2 each send their update times -10 (the ClientApp's ``flip``), together."""
-    _, result = _run_for(6, "global", **_deployment(), poisoned=dict.fromkeys(range(3), "flip"))
+    flips = dict.fromkeys(range(3), "flip")
+    _, result = _run_for(6, "global", **deployment_defence(), poisoned=flips)
     left = {e["epoch"]: e["groups"] for e in result["aggregation"]["history_left_out"]}
     # from the second epoch with a history on, the three and only they are left out
     assert [left.get(t) for t in range(2, 6)] == [[[0, 1, 2]]] * 4

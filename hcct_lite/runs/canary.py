@@ -324,9 +324,8 @@ def change_report(stored: dict, fresh: dict, changed: list, stale=None) -> str:
     lines.append(
         "Bump the version of the part you changed (ENGINE_VERSION, DEFENCES_VERSION, "
         "AGGREGATORS_VERSION or BATCHED_VERSION in hcct_lite/training/provenance.py, the "
-        "scheme class's "
-        "compute_version, TASK_VERSIONS in hcct_lite/training/tasks.py), then: hcct-lite "
-        "canaries --write"
+        "scheme class's compute_version, TASK_VERSIONS in hcct_lite/training/tasks.py), then: "
+        "hcct-lite canaries --write"
     )
     if stale is not None:
         lines.append("Stored results a bump of each part makes stale:")
