@@ -11,6 +11,7 @@ import dataclasses
 
 import numpy as np
 
+from hcct_lite.flower.common import deployment_defence
 from hcct_lite.schemes.robust import Aggregator
 from hcct_lite.training.config import make_config
 from hcct_lite.training.engine import LocalBackend, init_model, run_experiment
@@ -18,7 +19,6 @@ from hcct_lite.training.local import update_of
 from hcct_lite.training.tasks import build_clients
 
 COLLUDERS = (0, 1, 2)
-DEFENCE = dict(aggregator="krum-mean", clip_factor=4.0, norm_limit=20.0, count_bound=8.0)
 
 
 class Colluders:
@@ -41,7 +41,7 @@ class Colluders:
 
 
 def _honest_error(scheme, attacked) -> tuple:
-    cfg = make_config("rotated-digits", scheme, 1, epochs=30, **DEFENCE)
+    cfg = make_config("rotated-digits", scheme, 1, epochs=30, **deployment_defence())
     model = init_model(cfg, 0, "cpu")
     names = [k for k, _ in model.named_parameters()]
     backend = LocalBackend(cfg, build_clients(cfg), model, "cpu")
