@@ -12,6 +12,7 @@ from epochs 1-2, silo 2 from epochs 2-3). A second run on the same federation mu
 include every silo.
 """
 
+import json
 import os
 import signal
 import time
@@ -42,14 +43,28 @@ def _children(pid: int) -> list:
     return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
 
 
-def _kill_executor_mid_task(procs: Processes) -> None:
-    """SIGKILL silo 2's silo-exec while its epoch-2 task hangs, and start a new one."""
+def _record(state: Path, task: int) -> dict:
+    """Task ``task``'s journal record as it stands (written whole), or {} before the first."""
+    try:
+        return json.loads((state / f"task-{task}.json").read_text())
+    except FileNotFoundError:
+        return {}
+
+
+def _kill_executor_mid_task(procs: Processes, state: Path) -> None:
+    """SIGKILL silo 2's silo-exec while its epoch-2 task hangs, and start a new one.
+
+    Only once the task has recorded its message: killed between its pull and its record,
+    it is left to Flower's token expiry (task_journal.py), which a loaded machine's slow
+    task would otherwise meet now and then.
+    """
     wait_for(lambda: "ROUND epoch-2]" in procs.log(f"silo{KILLED}"), 600, "epoch 2")
     executor = procs.procs[f"exec{KILLED}"]
     wait_for(lambda: _children(executor.pid), 60, "silo 2's epoch-2 task")
     task = int(_children(executor.pid)[0])
+    wait_for(lambda: "message" in _record(state, task), 60, "silo 2's task to record its message")
     time.sleep(1.0)  # still there a second later: the hung training, not a task ending
-    assert _children(executor.pid) == [str(task)]
+    assert _children(executor.pid) == [str(task)] and "replied" not in _record(state, task)
     os.kill(executor.pid, signal.SIGKILL)
     executor.wait(timeout=10)
     wait_for(lambda: not Path(f"/proc/{task}").exists(), 30, "the task to die with it")
@@ -67,7 +82,7 @@ def test_warm_silos_come_back_in_the_next_epoch_and_the_next_run(tmp_path):
         silos = _start_federation(procs, tmp_path, link_port, POISONED, True, exec_args)
         settings = 'scheme="hcct" round-timeout=25.0 discovery-timeout=60.0'
         submit = _submit(procs, POISON_APP, f"{settings} epochs=4", first, silos)
-        _kill_executor_mid_task(procs)
+        _kill_executor_mid_task(procs, tmp_path / f"state{KILLED}")
         run1 = _outcome(submit, first, 600)
         submit = _submit(procs, POISON_APP, f"{settings} epochs=1", second, silos)
         run2 = _outcome(submit, second, 600)
