@@ -12,7 +12,10 @@ over epochs 2 onwards: the first holds cuDNN's warm-up), local SGD steps per sec
 client's batch-64 steps), the useful TFLOP/s they make (a step's forward and backward
 FLOPs counted by torch's FlopCounterMode) and their fraction of the card's dense rate (an
 8192 x 8192 x 8192 product in TF32, and in bf16, measured here), the peak memory and the
-run's final mean test error. Nothing is written but ``--json``.
+run's final mean test error. ``--cudnn-benchmark`` lets cuDNN time its algorithms for each
+shape and keep the fastest (``torch.backends.cudnn.benchmark``, for the whole process: a
+choice that may move the numbers, measured here, not used by the library). Nothing is
+written but ``--json``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,14 @@ from hcct_lite.training.models import MODEL_INPUT, build_model
 from hcct_lite.training.tasks import build_clients
 
 MODES = ("eager", "batched-default", "batched-tf32", "batched-bf16")
+TASKS = ("digit:20", "cifar10:10")  # tools/gpu_data.py --benchmarks packs their images
+
+
+def task_config(spec: str, device: str = "cuda"):
+    """The RunConfig of HCCT, seed 0, for ``spec`` = "task:N" (Digit on the offline domains)."""
+    task, n = spec.split(":")
+    kw = {"domains": OFFLINE_DIGIT_DOMAINS} if task == "digit" else {}
+    return make_config(task, "hcct", 0, n_clients=int(n), device=device, **kw)
 
 
 def step_flops(model_name: str, device, batch: int = 64) -> float:
@@ -83,23 +94,24 @@ def measure(task: str, n: int, mode: str, epochs: int, clients) -> dict:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tasks", nargs="+", default=["digit:20", "cifar10:10"], help="task:N")
+    p.add_argument("--tasks", nargs="+", default=list(TASKS), help="task:N")
     p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--json", help="write the rows here")
+    p.add_argument("--cudnn-benchmark", action="store_true", help="cuDNN's autotuner on")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
+    torch.backends.cudnn.benchmark = a.cudnn_benchmark
     t0 = time.time()
     peak = {"tf32": dense_rate(torch.float32, True), "bf16": dense_rate(torch.bfloat16, False)}
     print(f"card: {torch.cuda.get_device_name()}; dense products: TF32 {peak['tf32']:.0f}, "
-          f"bf16 {peak['bf16']:.0f} TFLOP/s")  # fmt: skip
+          f"bf16 {peak['bf16']:.0f} TFLOP/s; cuDNN benchmark {a.cudnn_benchmark}")  # fmt: skip
     print("| task | N | mode | s per epoch | steps per s | TFLOP/s | of dense | peak GiB | error |")
     print("|---|---|---|---|---|---|---|---|---|")
     rows = []
     for spec in a.tasks:
         task, n = spec.split(":")
-        kw = {"domains": OFFLINE_DIGIT_DOMAINS} if task == "digit" else {}
-        cfg = make_config(task, "hcct", 0, n_clients=int(n), device="cuda", **kw)
+        cfg = task_config(spec)
         clients = build_clients(cfg)
         flops = step_flops(cfg.model, "cuda")
         for mode in a.modes:
@@ -112,7 +124,8 @@ def main(argv=None) -> None:
                   f"| {row['final']:.2f} |", flush=True)  # fmt: skip
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(dict(dense=peak, rows=rows, seconds=time.time() - t0), f, indent=1)
+            json.dump(dict(dense=peak, rows=rows, seconds=time.time() - t0,
+                       cudnn_benchmark=a.cudnn_benchmark), f, indent=1)  # fmt: skip
 
 
 if __name__ == "__main__":

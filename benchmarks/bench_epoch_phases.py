@@ -2,6 +2,7 @@
 
     python benchmarks/bench_epoch_phases.py --task digit --clients 20 --device cuda
     python benchmarks/bench_epoch_phases.py --task cifar10 --device cuda --epochs 3
+    python benchmarks/bench_epoch_phases.py --task cifar10 --device cuda --batched bf16
 
 Runs HCCT through the engine as a grid does, with each phase's calls timed (the device
 synchronised around each, so GPU work is counted where it is queued), and prints seconds
@@ -9,8 +10,9 @@ per epoch (every epoch, the first with its warm-up) and each phase's share of th
 time. The warm-up is seconds on a GPU: to compare two settings, run 5 epochs or more and
 alternate them (with 2 epochs a CIFAR-10 A/B showed 30 % that 5 alternated epochs did not).
 Phases nest: a client's local SGD includes its forward and backward passes, so the shares
-do not add up to 100 %. The synchronisation slows a GPU run a little; nothing is
-written.
+do not add up to 100 %. With ``--batched`` the clients train together (one phase, "all
+clients"), and their backward passes (``torch.autograd.grad``) are not listed apart. The
+synchronisation slows a GPU run a little; nothing is written.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import torch
 
 import hcct_lite.training.engine as engine
 from hcct_lite.reproduction.paper_grids import OFFLINE_DIGIT_DOMAINS
-from hcct_lite.training.config import make_config
+from hcct_lite.training.batched import BatchedSGDTrainer
+from hcct_lite.training.config import GPU_PRECISIONS, make_config
 from hcct_lite.training.local import SGDTrainer
 
 SPENT = defaultdict(float)
@@ -77,6 +80,7 @@ def instrument(device):
 
     engine.make_scheme = make_scheme
     SGDTrainer.train_one = timed("local SGD, whole client", SGDTrainer.train_one, device)
+    BatchedSGDTrainer.train = timed("local SGD, all clients", BatchedSGDTrainer.train, device)
     torch.nn.Module.__call__ = _outermost(torch.nn.Module.__call__, device)
     torch.Tensor.backward = timed("backward passes", torch.Tensor.backward, device)
     engine.LocalBackend.evaluate = timed("evaluate", engine.LocalBackend.evaluate, device)
@@ -89,6 +93,8 @@ def main(argv=None) -> int:
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--device", default="cpu")
     p.add_argument("--tf32", action="store_true", help="TF32 matrix products (moves numbers)")
+    p.add_argument("--batched", choices=GPU_PRECISIONS,
+                   help="every client at once (batched_clients) in this gpu_precision")  # fmt: skip
     a = p.parse_args(argv)
     # Convolutions may use TF32 by PyTorch's default; matrix products may not.
     torch.backends.cuda.matmul.allow_tf32 = a.tf32
@@ -97,12 +103,15 @@ def main(argv=None) -> int:
         kw["n_clients"] = a.clients
     if a.task == "digit":
         kw["domains"] = OFFLINE_DIGIT_DOMAINS
+    if a.batched:
+        kw.update(batched_clients=True, gpu_precision=a.batched)
     cfg = make_config(a.task, "hcct", 0, **kw)
     instrument(a.device)
     result = engine.run_experiment(cfg, progress=False)
     epochs = result["timing"]["epoch_seconds"]
     wall = sum(epochs)
     flags = f"TF32 matmul {a.tf32}, TF32 conv {torch.backends.cudnn.allow_tf32}"
+    flags += f", batched {a.batched}" if a.batched else ""
     print(
         f"{cfg.task}, N = {cfg.n_clients}, {a.device} ({flags}): "
         f"{wall / len(epochs):.2f} s per epoch, {result['final']['mean']:.2f}% error"

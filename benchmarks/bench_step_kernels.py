@@ -41,22 +41,29 @@ def step_ms(name: str, shape: tuple, fmt: str, batch: int, replays: int) -> floa
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled="bf16" in fmt)
 
     def step():
+        for p in params:  # each step's gradients anew (in the graph's memory once recorded)
+            p.grad = None
         with autocast:
             loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
         with torch.no_grad():
             torch._foreach_add_(params, [p.grad for p in params], alpha=-0.01)
 
+    return graph_ms(step, replays)
+
+
+def graph_ms(step, replays: int, warmups: int = 3) -> float:
+    """Card milliseconds per call of ``step``, recorded as one CUDA graph and replayed.
+
+    ``warmups`` calls on a side stream first (cuDNN's and the allocator's choices made),
+    then the recording, 10 replays untimed and ``replays`` timed by CUDA events.
+    """
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        for _ in range(3):
-            for p in params:
-                p.grad = None
+        for _ in range(warmups):
             step()
     torch.cuda.current_stream().wait_stream(side)
-    for p in params:
-        p.grad = None
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         step()

@@ -8,9 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gpu_data import unpack  # noqa: E402
+from bench_batched_steps import TASKS, task_config  # noqa: E402
+from gpu_data import _federations, federation, main, unpack  # noqa: E402
+
+from hcct_lite.training.config import make_config  # noqa: E402
 
 
 def _archive(path, members):
@@ -60,3 +65,22 @@ def test_a_file_that_is_no_archive_is_named(tmp_path):
     (tmp_path / "a.tar.xz").write_text("hello")
     with pytest.raises(SystemExit, match="a.tar.xz: not a readable .tar.xz archive"):
         unpack(str(tmp_path / "a.tar.xz"), str(tmp_path / "d"))
+
+
+def test_the_benchmarks_archive_holds_the_federations_the_gpu_benchmarks_build():
+    packed = {federation(c) for c in _federations(None)}
+    used = {federation(task_config(spec, "cpu")) for spec in TASKS}
+    used.add(federation(make_config("cifar10", "hcct", 0)))  # bench_epoch_phases' default
+    assert used == packed
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--grids", "schemes-digit", "--benchmarks", "--out", "a.tar.xz"], ["--benchmarks"],
+     ["--out", "a.tar.xz"], []],
+)  # fmt: skip
+def test_packing_takes_grids_or_the_benchmarks_and_an_archive(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    assert "give --grids or --benchmarks, and --out" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """Pack the images some grids read into one small archive, for a machine without the data.
 
     HCCT_DATA_DIR=../shared/data python tools/gpu_data.py --grids schemes-digit ... --out d.tar.xz
+    HCCT_DATA_DIR=../shared/data python tools/gpu_data.py --benchmarks --out b.tar.xz
     python tools/gpu_data.py --unpack d.tar.xz --to /tmp/data     # on the other machine
 
 A lent GPU machine reaches no network and takes a working tree of limited size. The paper's
@@ -9,7 +10,9 @@ GPU grids read only some images of each data set (all of CIFAR-10's subset, part
 any run of the grids reads, with every other image zeroed: each run builds exactly the
 clients it builds from the full files. ``--out`` checks that, run by run (a hash of every
 client's tensors from both), before it writes; the members are uncompressed ``.npz`` files
-in an xz archive, which compresses the zeros to nothing.
+in an xz archive, which compresses the zeros to nothing. ``--benchmarks`` packs instead the
+clients of the GPU benchmarks' runs (``benchmarks/bench_batched_steps.py``,
+``bench_epoch_phases.py``): a smaller archive, for a lease that needs no grid.
 """
 
 from __future__ import annotations
@@ -31,14 +34,27 @@ from hcct_lite.training.data import find_npz
 
 
 def _federations(grids) -> list:
-    """One config per distinct federation of the grids' runs (schemes share theirs)."""
+    """One config per distinct federation of the grids' runs (schemes share theirs).
+
+    ``grids`` None: the federations of the GPU benchmarks' runs (seed 0; Digit at N = 20
+    on the offline domains, CIFAR-10 at N = 10).
+    """
+    if grids is None:  # the benchmarks' (tests/test_gpu_data.py checks them against it)
+        from hcct_lite.reproduction.paper_grids import OFFLINE_DIGIT_DOMAINS
+
+        return [make_config("digit", "hcct", 0, n_clients=20, domains=OFFLINE_DIGIT_DOMAINS),
+                make_config("cifar10", "hcct", 0, n_clients=10)]  # fmt: skip
     seen = {}
     for j in grid_jobs(grids):
         c = make_config(j.task, j.scheme, j.seed, **j.overrides)
-        key = (c.task, c.seed, c.n_clients, c.samples, c.train_ratio, tuple(c.domains),
-               c.dataset, c.model)  # fmt: skip
-        seen.setdefault(key, c)
+        seen.setdefault(federation(c), c)
     return list(seen.values())
+
+
+def federation(c) -> tuple:
+    """The settings of a RunConfig ``c`` that decide which images its clients hold."""
+    return (c.task, c.seed, c.n_clients, c.samples, c.train_ratio, tuple(c.domains), c.dataset,
+            c.model)  # fmt: skip
 
 
 def read_indices(grids) -> dict:
@@ -65,7 +81,7 @@ def _digest(grids) -> str:
 
 
 def pack(grids, out: str) -> None:
-    """Write the archive of ``grids``' images to ``out``, checked run by run (module doc)."""
+    """Write the images of ``grids`` (None: the benchmarks') to ``out``, checked run by run."""
     import tempfile
 
     used = read_indices(grids)
@@ -133,6 +149,7 @@ def unpack(archive: str, to: str, force: bool = False) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--grids", nargs="+", help="grids whose images to pack")
+    p.add_argument("--benchmarks", action="store_true", help="pack the GPU benchmarks' images")
     p.add_argument("--out", help="archive to write (.tar.xz)")
     p.add_argument("--unpack", help="archive to extract")
     p.add_argument("--to", help="folder to extract into")
@@ -140,10 +157,10 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.unpack and a.to:
         unpack(a.unpack, a.to, a.force)
-    elif a.grids and a.out:
+    elif (bool(a.grids) != a.benchmarks) and a.out:
         pack(a.grids, a.out)
     else:
-        p.error("give --grids and --out, or --unpack and --to")
+        p.error("give --grids or --benchmarks, and --out; or --unpack and --to")
     return 0
 
 
