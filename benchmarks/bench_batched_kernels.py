@@ -23,14 +23,16 @@ own time, launches gone, which a graph of the batched step would buy). Variants:
   library's X W^T gives a transposed gradient, updated tensor by tensor);
 - ``unfold, TF32`` and ``unfold, bf16``: a convolution of k clients as im2col
   (``F.unfold``) and one batched matrix product over the clients, TF32 or bf16;
-- ``grouped, compiled`` (``--compile``): the forward pass through ``torch.compile``.
+- ``grouped, compiled`` (only when ``--variants`` names it, as it compiles first):
+  the forward pass through ``torch.compile``, with cuDNN's benchmark mode.
 
 Per row: milliseconds per step both ways, steps per second (k batch-64 steps per step),
 useful TFLOP/s (FlopCounterMode's count of one client's step, times k) and the fraction of
 the card's dense rate (an 8192-cube product here, TF32's or bf16's), the peak memory, and
 ``diff``: the largest difference of the variant's logits from ``grouped``'s on the same
-weights and images in eval mode, relative to the largest logit (the same function in other
-arithmetic; a large value is a bug). Nothing is written but ``--json`` and ``--profile``.
+weights and images in eval mode, relative to the largest logit (the same forward pass in
+other arithmetic; a large value is a bug; backward passes are not compared). Nothing is
+written but ``--json`` and ``--profile``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 # Needs .gpu/bench.tar.xz (tools/gpu_data.py --benchmarks). In order, each under its own
 # limit, none started with too little of SECONDS left: the batched-clients tests on the card;
 # benchmarks/bench_batched_kernels.py (variants of one batched step of 20 clients, eager and
-# as a CUDA graph, the kernels of two profiled; three variants again at 80 clients);
+# as a CUDA graph, the kernels of two profiled; four variants again at 80 clients);
 # benchmarks/bench_batched_steps.py without and with cuDNN's benchmark (one run alone);
 # benchmarks/bench_epoch_phases.py (a batched CIFAR-10 run's epoch by phase); the batched
 # step's forward pass through torch.compile.
@@ -36,7 +36,8 @@ stage 120 tests python3 -m pytest -q -p no:cacheprovider tests/test_batched.py -
 stage 150 kernels python3 benchmarks/bench_batched_kernels.py --clients 20 \
   --json "$out/kernels.json" --profile "$out/profile.txt"
 stage 90 "kernels, 80 clients" python3 benchmarks/bench_batched_kernels.py --clients 80 \
-  --variants grouped "grouped, bf16" "grouped, bf16, weight-first products" \
+  --variants grouped "grouped, channels_last" "grouped, bf16" \
+  "grouped, bf16, weight-first products" \
   --json "$out/kernels-80.json"
 for flag in "" --cudnn-benchmark; do
   # shellcheck disable=SC2086  # an empty flag is no argument
