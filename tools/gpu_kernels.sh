@@ -33,7 +33,7 @@ stage() { # stage LIMIT NAME COMMAND...: COMMAND under LIMIT s, or what is left 
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 python3 tools/gpu_data.py --unpack .gpu/bench.tar.xz --to "$HCCT_DATA_DIR" || exit 1
 stage 120 tests python3 -m pytest -q -p no:cacheprovider tests/test_batched.py -k gpu
-stage 150 kernels python3 benchmarks/bench_batched_kernels.py --clients 20 \
+stage 200 kernels python3 benchmarks/bench_batched_kernels.py --clients 20 \
   --json "$out/kernels.json" --profile "$out/profile.txt"
 stage 90 "kernels, 80 clients" python3 benchmarks/bench_batched_kernels.py --clients 80 \
   --variants grouped "grouped, channels_last" "grouped, bf16" \
