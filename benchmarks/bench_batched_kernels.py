@@ -142,8 +142,9 @@ def batch(name: str, k: int, device, channels_last: bool, b: int = 64):
 
 
 @contextlib.contextmanager
-def arithmetic(fmt: str, benchmark: bool, device):
-    """TF32 products for ``tf32``, autocast for ``bf16``, cuDNN's benchmark; restored."""
+def arithmetic(variant: str, device):
+    """The number format and cuDNN mode of ``variant`` (:data:`VARIANTS`), restored after."""
+    _, fmt, _, benchmark = VARIANTS[variant]
     cuda = torch.device(device).type == "cuda"
     before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.benchmark
     torch.backends.cuda.matmul.allow_tf32 = fmt == "tf32"
@@ -206,9 +207,8 @@ def measure(name: str, k: int, variant: str, device, a, ref) -> dict:
     """One row: ms per step eager and replayed, peak GiB, logits' difference from ``ref``."""
     cuda = torch.device(device).type == "cuda"
     row = dict(network=name, clients=k, variant=variant)
-    fmt, bench = VARIANTS[variant][1], VARIANTS[variant][3]
     try:
-        with arithmetic(fmt, bench, device):
+        with arithmetic(variant, device):
             if cuda:
                 torch.cuda.reset_peak_memory_stats()
             step, logits = prepare(name, k, variant, device)
@@ -228,8 +228,7 @@ def profile(name: str, k: int, variant: str, device, path: str) -> None:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    fmt, bench = VARIANTS[variant][1], VARIANTS[variant][3]
-    with arithmetic(fmt, bench, device):
+    with arithmetic(variant, device):
         step, _ = prepare(name, k, variant, device)
         for _ in range(3):
             step()

@@ -36,14 +36,15 @@ from hcct_lite.training.data import find_npz
 def _federations(grids) -> list:
     """One config per distinct federation of the grids' runs (schemes share theirs).
 
-    ``grids`` None: the federations of the GPU benchmarks' runs (seed 0; Digit at N = 20
-    on the offline domains, CIFAR-10 at N = 10).
+    ``grids`` None: the federations of the GPU benchmarks' runs
+    (``benchmarks/bench_batched_steps.py``'s tasks).
     """
-    if grids is None:  # the benchmarks' (tests/test_gpu_data.py checks them against it)
-        from hcct_lite.reproduction.paper_grids import OFFLINE_DIGIT_DOMAINS
+    if grids is None:  # bench_epoch_phases' CIFAR-10 default is the N = 10 one
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                        "benchmarks"))  # fmt: skip
+        from bench_batched_steps import TASKS, task_config
 
-        return [make_config("digit", "hcct", 0, n_clients=20, domains=OFFLINE_DIGIT_DOMAINS),
-                make_config("cifar10", "hcct", 0, n_clients=10)]  # fmt: skip
+        return [task_config(spec, "cpu") for spec in TASKS]
     seen = {}
     for j in grid_jobs(grids):
         c = make_config(j.task, j.scheme, j.seed, **j.overrides)
