@@ -37,11 +37,11 @@ MODES = ("eager", "batched-default", "batched-tf32", "batched-bf16")
 TASKS = ("digit:20", "cifar10:10")  # tools/gpu_data.py --benchmarks packs their images
 
 
-def task_config(spec: str, device: str = "cuda"):
+def task_config(spec: str, device: str = "cuda", **overrides):
     """The RunConfig of HCCT, seed 0, for ``spec`` = "task:N" (Digit on the offline domains)."""
     task, n = spec.split(":")
     kw = {"domains": OFFLINE_DIGIT_DOMAINS} if task == "digit" else {}
-    return make_config(task, "hcct", 0, n_clients=int(n), device=device, **kw)
+    return make_config(task, "hcct", 0, n_clients=int(n), device=device, **kw, **overrides)
 
 
 def step_flops(model_name: str, device, batch: int = 64) -> float:
@@ -74,21 +74,19 @@ def dense_rate(dtype, tf32: bool, n: int = 8192, reps: int = 10) -> float:
     return 2 * n**3 * reps / (start.elapsed_time(end) / 1000) / 1e12
 
 
-def measure(task: str, n: int, mode: str, epochs: int, clients) -> dict:
+def measure(spec: str, mode: str, epochs: int, clients) -> dict:
     """One run of ``mode``: seconds per epoch, steps per second, peak GiB, final error."""
-    kw = dict(n_clients=n, epochs=epochs, device="cuda", norm_limit=0.0)
-    if task == "digit":
-        kw["domains"] = OFFLINE_DIGIT_DOMAINS
+    kw = dict(epochs=epochs, norm_limit=0.0)
     if mode != "eager":
         kw.update(batched_clients=True, gpu_precision=mode.split("-")[1])
-    cfg = make_config(task, "hcct", 0, **kw)
+    cfg = task_config(spec, **kw)
     torch.cuda.reset_peak_memory_stats()
     r = run_experiment(cfg, progress=False, clients=clients)
     secs = r["timing"]["epoch_seconds"][1:]
     per_epoch = sum(secs) / len(secs)
     steps = sum(cfg.local_epochs * math.ceil(c.y_train.shape[0] / cfg.batch_size) for c in clients)
-    return dict(task=task, n=n, mode=mode, s_per_epoch=per_epoch, steps_per_s=steps / per_epoch,
-                peak_gib=torch.cuda.max_memory_allocated() / 2**30,
+    return dict(task=cfg.task, n=cfg.n_clients, mode=mode, s_per_epoch=per_epoch,
+                steps_per_s=steps / per_epoch, peak_gib=torch.cuda.max_memory_allocated() / 2**30,
                 final=r["final"]["mean"], model=cfg.model)  # fmt: skip
 
 
@@ -110,16 +108,16 @@ def main(argv=None) -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     rows = []
     for spec in a.tasks:
-        task, n = spec.split(":")
         cfg = task_config(spec)
         clients = build_clients(cfg)
         flops = step_flops(cfg.model, "cuda")
         for mode in a.modes:
-            row = measure(task, int(n), mode, a.epochs, clients)
+            row = measure(spec, mode, a.epochs, clients)
             row["tflops"] = row["steps_per_s"] * flops / 1e12
             row["of_dense"] = row["tflops"] / peak["bf16" if mode.endswith("bf16") else "tf32"]
             rows.append(row)
-            print(f"| {task} | {n} | {mode} | {row['s_per_epoch']:.3f} | {row['steps_per_s']:.0f} "
+            print(f"| {row['task']} | {row['n']} | {mode} | {row['s_per_epoch']:.3f} "
+                  f"| {row['steps_per_s']:.0f} "
                   f"| {row['tflops']:.1f} | {row['of_dense']:.1%} | {row['peak_gib']:.1f} "
                   f"| {row['final']:.2f} |", flush=True)  # fmt: skip
     if a.json:
