@@ -86,6 +86,26 @@ def test_batched_clients_train_as_one_client_at_a_time_does(model, sizes, local_
         assert b.train_acc == e.train_acc
 
 
+def test_a_stacked_fully_connected_weight_gets_its_gradient_in_its_own_layout():
+    # A transposed gradient takes the SGD update off torch._foreach_add_'s fast path
+    from torch.func import functional_call
+
+    from hcct_lite.training.models import call_tensor, stacked_layouts
+
+    model = build_model("fmnist_mlp")
+    net, rows, k = stacked_network(model), stacked_layouts(model), 3
+    tensors = {n: call_tensor(torch.stack([t] * k), rows[n]).clone().requires_grad_()
+               for n, t in model.state_dict().items()}  # fmt: skip
+    side, ch = MODEL_INPUT["fmnist_mlp"]
+    loss = functional_call(net, tensors, (torch.randn(5, k * ch, side, side),)).square().sum()
+    grads = torch.autograd.grad(loss, list(tensors.values()))  # as the batched trainer takes them
+    pairs = zip(tensors.items(), grads, strict=True)
+    weights = [(t, g) for (n, t), g in pairs if not rows[n] and t.dim() == 3]
+    assert len(weights) == 2
+    for t, g in weights:
+        assert t.shape[0] == k and g.stride() == t.stride()
+
+
 def test_batch_norm_counters_count_the_steps_each_client_took():
     eager, batched, _, _ = _both("digit_cnn_small", [65, 20], local_epochs=3)
     for i in eager:  # 65 samples: two batches, the one-sample one skipped, for 3 epochs

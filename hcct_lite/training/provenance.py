@@ -56,7 +56,7 @@ __all__ = [
 ENGINE_VERSION = 1
 DEFENCES_VERSION = 1
 AGGREGATORS_VERSION = 2
-BATCHED_VERSION = 1
+BATCHED_VERSION = 2
 
 # The subpackages whose code computes a run. Reports, plots, the command line and the
 # notebooks' helpers may change without making a stored result stale.
