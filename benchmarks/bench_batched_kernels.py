@@ -17,10 +17,12 @@ own time, launches gone, which a graph of the batched step would buy). Variants:
 - ``grouped, channels_last``: float32 in NHWC layout, with the benchmark;
 - ``grouped, bf16``: the library's ``gpu_precision`` bf16 (autocast, channels_last),
   without and with the benchmark;
-- ``grouped, bf16, weight-first products``: as ``grouped, bf16``, each fully connected layer
-  computed as W X^T (:class:`WeightFirstLinear`), so that its weight's gradient has the
-  weight's layout and the SGD update takes ``torch._foreach_add_``'s fast path (the
-  library's X W^T gives a transposed gradient, updated tensor by tensor);
+- ``grouped, input-first products`` and ``grouped, bf16, input-first products``: as
+  ``grouped`` and ``grouped, bf16``, each fully connected layer computed as X W^T
+  (:class:`InputFirstLinear`, the library's stacked layer before ``BATCHED_VERSION`` 2),
+  whose weight's gradient comes transposed, so that the SGD update leaves
+  ``torch._foreach_add_``'s fast path and runs tensor by tensor (the library's W X^T gives
+  the gradient in the weight's layout);
 - ``unfold, TF32`` and ``unfold, bf16``: a convolution of k clients as im2col
   (``F.unfold``) and one batched matrix product over the clients, TF32 or bf16;
 - ``grouped, compiled`` (only when ``--variants`` names it, as it compiles first):
@@ -63,7 +65,8 @@ VARIANTS = {  # name -> (layers, number format, channels_last, cuDNN benchmark)
     "grouped, channels_last": ("grouped", "float32", True, True),
     "grouped, bf16": ("grouped", "bf16", True, False),
     "grouped, bf16, benchmark": ("grouped", "bf16", True, True),
-    "grouped, bf16, weight-first products": ("weight-first", "bf16", True, False),
+    "grouped, input-first products": ("input-first", "float32", False, False),
+    "grouped, bf16, input-first products": ("input-first", "bf16", True, False),
     "unfold, TF32": ("unfold", "tf32", False, False),
     "unfold, bf16": ("unfold", "bf16", False, False),
     "grouped, compiled": ("grouped", "float32", False, True),
@@ -93,18 +96,19 @@ class UnfoldConv2d(nn.Conv2d):
         return out.reshape(b, k * self.out_channels, *side)
 
 
-class WeightFirstLinear(nn.Linear):
-    """k clients' fully connected layers as W X^T; weight (k, out, in), bias (k, out).
+class InputFirstLinear(nn.Linear):
+    """k clients' fully connected layers as X W^T; weight (k, out, in), bias (k, out).
 
     Input (B, k*in) -> output (B, k*out), as the library's stacked layer.
     """
 
     def forward(self, x):
         k, b = self.weight.shape[0], x.shape[0]
-        xt = x.reshape(b, k, self.in_features).permute(1, 2, 0)  # (k, in, B)
-        out = torch.bmm(self.weight, xt) if self.bias is None else torch.baddbmm(
-            self.bias[:, :, None], self.weight, xt)  # fmt: skip
-        return out.permute(2, 0, 1).reshape(b, k * self.out_features)
+        xs = x.reshape(b, k, self.in_features).transpose(0, 1)  # (k, B, in)
+        wt = self.weight.transpose(1, 2)
+        out = torch.bmm(xs, wt) if self.bias is None else torch.baddbmm(
+            self.bias[:, None], xs, wt)  # fmt: skip
+        return out.transpose(0, 1).reshape(b, k * self.out_features)
 
 
 def stacked(name: str, k: int, device, layers: str):
@@ -112,7 +116,7 @@ def stacked(name: str, k: int, device, layers: str):
     torch.manual_seed(0)
     model = build_model(name)
     net = stacked_network(model).to(device)
-    swap = {"unfold": (nn.Conv2d, UnfoldConv2d), "weight-first": (nn.Linear, WeightFirstLinear)}
+    swap = {"unfold": (nn.Conv2d, UnfoldConv2d), "input-first": (nn.Linear, InputFirstLinear)}
     if layers in swap:
         kind, cls = swap[layers]
         for m in net.modules():

@@ -37,7 +37,7 @@ stage 200 kernels python3 benchmarks/bench_batched_kernels.py --clients 20 \
   --json "$out/kernels.json" --profile "$out/profile.txt"
 stage 90 "kernels, 80 clients" python3 benchmarks/bench_batched_kernels.py --clients 80 \
   --variants grouped "grouped, channels_last" "grouped, bf16" \
-  "grouped, bf16, weight-first products" \
+  "grouped, bf16, input-first products" \
   --json "$out/kernels-80.json"
 for flag in "" --cudnn-benchmark; do
   # shellcheck disable=SC2086  # an empty flag is no argument
