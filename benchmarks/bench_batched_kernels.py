@@ -297,7 +297,8 @@ def main(argv=None) -> None:
                 print(show(rows[-1], flops, dense), flush=True)
                 if a.json:  # after each row: a run stopped at its limit keeps what it measured
                     with open(a.json, "w") as f:
-                        json.dump(dict(dense=dense, rows=rows), f, indent=1)
+                        json.dump(dict(dense=dense, steps=a.steps, replays=a.replays, rows=rows), f,
+                              indent=1)  # fmt: skip
     if a.profile and cuda:
         for variant in ("grouped", "grouped, bf16"):
             profile("digit_cnn", a.clients[0], variant, a.device, a.profile)

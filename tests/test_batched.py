@@ -86,24 +86,51 @@ def test_batched_clients_train_as_one_client_at_a_time_does(model, sizes, local_
         assert b.train_acc == e.train_acc
 
 
-def test_a_stacked_fully_connected_weight_gets_its_gradient_in_its_own_layout():
+@pytest.mark.parametrize("model", ["fmnist_mlp", "digit_cnn_small", "cifar_cnn", "small_digits"])
+def test_a_stacked_fully_connected_weight_gets_its_gradient_in_its_own_layout(model):
     # A transposed gradient takes the SGD update off torch._foreach_add_'s fast path
     from torch.func import functional_call
 
     from hcct_lite.training.models import call_tensor, stacked_layouts
 
-    model = build_model("fmnist_mlp")
-    net, rows, k = stacked_network(model), stacked_layouts(model), 3
-    tensors = {n: call_tensor(torch.stack([t] * k), rows[n]).clone().requires_grad_()
-               for n, t in model.state_dict().items()}  # fmt: skip
-    side, ch = MODEL_INPUT["fmnist_mlp"]
+    torch.manual_seed(0)
+    one = build_model(model)
+    net, rows, k = stacked_network(one), stacked_layouts(one), 3
+    tensors = {n: call_tensor(torch.stack([t] * k), rows[n]).clone()
+               for n, t in one.state_dict().items()}  # fmt: skip
+    params = [tensors[n].requires_grad_() for n, _ in one.named_parameters()]
+    side, ch = MODEL_INPUT[model]
     loss = functional_call(net, tensors, (torch.randn(5, k * ch, side, side),)).square().sum()
-    grads = torch.autograd.grad(loss, list(tensors.values()))  # as the batched trainer takes them
-    pairs = zip(tensors.items(), grads, strict=True)
-    weights = [(t, g) for (n, t), g in pairs if not rows[n] and t.dim() == 3]
-    assert len(weights) == 2
-    for t, g in weights:
-        assert t.shape[0] == k and g.stride() == t.stride()
+    grads = torch.autograd.grad(loss, params)  # as the batched trainer takes them
+    linear = [(p, g) for p, g in zip(params, grads, strict=True) if p.dim() == 3]
+    assert linear  # every one of these networks ends in fully connected layers
+    for p, g in linear:
+        assert p.shape[0] == k and g.stride() == p.stride()
+
+
+class _OneLayer(nn.Module):
+    stackable = True
+
+    def __init__(self, bias):
+        super().__init__()
+        self.fc = nn.Linear(6, 5, bias=bias).double()
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+@pytest.mark.parametrize("bias, k", [(True, 1), (True, 4), (False, 3)])
+def test_a_stacked_fully_connected_layer_is_each_clients_own_layer(bias, k):
+    from torch.func import functional_call
+
+    torch.manual_seed(k)
+    clients = [_OneLayer(bias) for _ in range(k)]
+    stacked = stacked_network(clients[0])
+    state = {n: torch.stack([c.state_dict()[n] for c in clients]) for n in stacked.state_dict()}
+    x = torch.randn(7, k, 6, dtype=torch.float64)
+    out = functional_call(stacked, state, (x.reshape(7, k * 6),)).reshape(7, k, 5)
+    for i, c in enumerate(clients):
+        assert torch.allclose(out[:, i], c(x[:, i]), rtol=1e-12, atol=1e-14), i
 
 
 def test_batch_norm_counters_count_the_steps_each_client_took():
