@@ -23,6 +23,9 @@ own time, launches gone, which a graph of the batched step would buy). Variants:
   whose weight's gradient comes transposed, so that the SGD update leaves
   ``torch._foreach_add_``'s fast path and runs tensor by tensor (the library's W X^T gives
   the gradient in the weight's layout);
+- ``triton`` and ``triton, bf16``: a convolution of k clients as one Triton kernel per
+  pass (``triton_conv.py``: a grouped implicit GEMM with a client axis in its grid), in
+  TF32 (the default's convolution arithmetic) or bf16, the images channels_last;
 - ``unfold, TF32`` and ``unfold, bf16``: a convolution of k clients as im2col
   (``F.unfold``) and one batched matrix product over the clients, TF32 or bf16;
 - ``grouped, compiled`` (only when ``--variants`` names it, as it compiles first):
@@ -67,6 +70,8 @@ VARIANTS = {  # name -> (layers, number format, channels_last, cuDNN benchmark)
     "grouped, bf16, benchmark": ("grouped", "bf16", True, True),
     "grouped, input-first products": ("input-first", "float32", False, False),
     "grouped, bf16, input-first products": ("input-first", "bf16", True, False),
+    "triton": ("triton", "float32", True, False),
+    "triton, bf16": ("triton", "bf16", True, False),
     "unfold, TF32": ("unfold", "tf32", False, False),
     "unfold, bf16": ("unfold", "bf16", False, False),
     "grouped, compiled": ("grouped", "float32", False, True),
@@ -117,6 +122,10 @@ def stacked(name: str, k: int, device, layers: str):
     model = build_model(name)
     net = stacked_network(model).to(device)
     swap = {"unfold": (nn.Conv2d, UnfoldConv2d), "input-first": (nn.Linear, InputFirstLinear)}
+    if layers == "triton":  # imported here: Triton is needed by this variant alone
+        from triton_conv import TritonConv2d
+
+        swap["triton"] = (nn.Conv2d, TritonConv2d)
     if layers in swap:
         kind, cls = swap[layers]
         for m in net.modules():
@@ -275,7 +284,9 @@ def main(argv=None) -> None:
     p.add_argument("--replays", type=int, default=50, help="graph replays timed")
     p.add_argument("--device", default="cuda", help="cpu: eager timings only, a smoke run")
     p.add_argument("--json", help="write the rows here")
-    p.add_argument("--profile", help="append the kernels of two Digit variants here")
+    p.add_argument("--profile", help="append the kernels of Digit's --profile-variants here")
+    p.add_argument("--profile-variants", nargs="+", choices=VARIANTS,
+                   default=["grouped", "grouped, bf16"])  # fmt: skip
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     cuda = torch.device(a.device).type == "cuda"
@@ -300,7 +311,7 @@ def main(argv=None) -> None:
                         json.dump(dict(dense=dense, steps=a.steps, replays=a.replays, rows=rows), f,
                               indent=1)  # fmt: skip
     if a.profile and cuda:
-        for variant in ("grouped", "grouped, bf16"):
+        for variant in a.profile_variants:
             profile("digit_cnn", a.clients[0], variant, a.device, a.profile)
 
 

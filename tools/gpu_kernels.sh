@@ -3,9 +3,11 @@
 # what came back in $OUT.
 #   OUT=/some/dir bash tools/gpu_kernels.sh SECONDS
 # Needs .gpu/bench.tar.xz (tools/gpu_data.py --benchmarks). In order, each under its own
-# limit, none started with too little of SECONDS left: the batched-clients tests on the card;
-# benchmarks/bench_batched_kernels.py (variants of one batched step of 20 clients, eager and
-# as a CUDA graph, the kernels of two profiled; four variants again at 80 clients);
+# limit, none started with too little of SECONDS left: the batched-clients and Triton
+# convolution tests on the card; benchmarks/bench_batched_kernels.py with the convolutions
+# as Triton kernels against cuDNN's (20 and 80 clients, float32 and bf16, two profiled); the
+# other variants of one batched step of 20 clients (eager and as a CUDA graph, two
+# profiled; four variants again at 80 clients);
 # benchmarks/bench_batched_steps.py without and with cuDNN's benchmark (one run alone);
 # benchmarks/bench_epoch_phases.py (a batched CIFAR-10 run's epoch by phase); the batched
 # step's forward pass through torch.compile.
@@ -32,7 +34,11 @@ stage() { # stage LIMIT NAME COMMAND...: COMMAND under LIMIT s, or what is left 
 
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 python3 tools/gpu_data.py --unpack .gpu/bench.tar.xz --to "$HCCT_DATA_DIR" || exit 1
-stage 120 tests python3 -m pytest -q -p no:cacheprovider tests/test_batched.py -k gpu
+stage 120 tests python3 -m pytest -q -p no:cacheprovider tests/test_batched.py \
+  tests/test_triton_conv.py -k gpu
+stage 200 triton python3 benchmarks/bench_batched_kernels.py --clients 20 80 \
+  --variants grouped triton "grouped, bf16" "triton, bf16" --json "$out/triton.json" \
+  --profile "$out/profile-triton.txt" --profile-variants "grouped, bf16" "triton, bf16"
 stage 200 kernels python3 benchmarks/bench_batched_kernels.py --clients 20 \
   --json "$out/kernels.json" --profile "$out/profile.txt"
 stage 150 "kernels, 80 clients" python3 benchmarks/bench_batched_kernels.py --clients 80 \

@@ -1,0 +1,197 @@
+"""k clients' convolutions as one Triton kernel per pass: a grouped implicit GEMM.
+
+cuDNN runs a grouped convolution of k clients as k (or 2k) kernels per pass
+(``results/README.md``, "Where a batched step's time goes"). Here each pass is one launch
+whose grid has a client axis: the forward pass and the input's gradient are implicit GEMMs
+(rows: the batch's pixels, columns: a client's output channels, reduction: kernel offsets
+times input channels, gathered from the NHWC images without an im2col copy); the weight's
+gradient is the transposed GEMM, its long reduction over pixels split across programs and
+summed after. Stride 1, no dilation, zero padding, one group per client: the paper's
+networks. Products in TF32 for float32 tensors (as cuDNN's convolutions by default) and in
+bf16 with float32 sums under autocast. With ``TRITON_INTERPRET=1`` the kernels run on the
+CPU (slowly), which is how the tests check them without a card.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+from torch import nn
+from torch.nn import functional as F
+
+
+@triton.jit
+def _conv_fwd(x_ptr, w_ptr, b_ptr, y_ptr, M, H, W, HO, WO, CIN_ALL, COUT_ALL, CI, CO, KTOT, PAD,
+              R: tl.constexpr, S: tl.constexpr, HAS_BIAS: tl.constexpr, TF32: tl.constexpr,
+              BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):  # fmt: skip
+    """y[m, g*CO + n] = sum_k x[pixel(m) + offset(k), g*CI + ci(k)] * w[g, k, n] (+ b)."""
+    pid_m, pid_n, g = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    m = pid_m * BM + tl.arange(0, BM)
+    n = pid_n * BN + tl.arange(0, BN)
+    wo = m % WO
+    ho = (m // WO) % HO
+    bb = (m // WO // HO).to(tl.int64)
+    m_ok, n_ok = m < M, n < CO
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, KTOT, BK):
+        k = k0 + tl.arange(0, BK)
+        ci, rs = k % CI, k // CI
+        ih = ho[:, None] + (rs // S)[None, :] - PAD
+        iw = wo[:, None] + (rs % S)[None, :] - PAD
+        ok = m_ok[:, None] & (k < KTOT)[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        a = tl.load(x_ptr + ((bb[:, None] * H + ih) * W + iw) * CIN_ALL + g * CI + ci[None, :],
+                    mask=ok, other=0.0)  # fmt: skip
+        wk = (g * KTOT + k).to(tl.int64)
+        b = tl.load(w_ptr + wk[:, None] * CO + n[None, :],
+                    mask=(k < KTOT)[:, None] & n_ok[None, :], other=0.0)  # fmt: skip
+        if TF32:
+            acc += tl.dot(a, b, input_precision="tf32")
+        else:
+            acc += tl.dot(a, b)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + g * CO + n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+    out = y_ptr + m.to(tl.int64)[:, None] * COUT_ALL + g * CO + n[None, :]
+    tl.store(out, acc.to(y_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit
+def _conv_wgrad(x_ptr, dy_ptr, dw_ptr, M, H, W, HO, WO, CIN_ALL, COUT_ALL, CI, CO, KTOT, PAD,
+                CHUNK, GROUPS, R: tl.constexpr, S: tl.constexpr, TF32: tl.constexpr,
+                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):  # fmt: skip
+    """dw[split, g, k, n] = sum over this split's pixels m of x[...](m, k) * dy[m, g*CO + n]."""
+    pid_k, pid_n, pid_z = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    g, split = pid_z % GROUPS, pid_z // GROUPS
+    k = pid_k * BM + tl.arange(0, BM)
+    n = pid_n * BN + tl.arange(0, BN)
+    ci, rs = k % CI, k // CI
+    k_ok, n_ok = k < KTOT, n < CO
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    start = split * CHUNK
+    for m0 in range(start, start + CHUNK, BK):
+        m = m0 + tl.arange(0, BK)
+        m_ok = (m < M) & (m < start + CHUNK)
+        wo = m % WO
+        ho = (m // WO) % HO
+        bb = (m // WO // HO).to(tl.int64)
+        ih = (rs // S)[:, None] + ho[None, :] - PAD
+        iw = (rs % S)[:, None] + wo[None, :] - PAD
+        ok = k_ok[:, None] & m_ok[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        a = tl.load(x_ptr + ((bb[None, :] * H + ih) * W + iw) * CIN_ALL + g * CI + ci[:, None],
+                    mask=ok, other=0.0)  # fmt: skip
+        b = tl.load(dy_ptr + m.to(tl.int64)[:, None] * COUT_ALL + g * CO + n[None, :],
+                    mask=m_ok[:, None] & n_ok[None, :], other=0.0)  # fmt: skip
+        if TF32:
+            acc += tl.dot(a, b, input_precision="tf32")
+        else:
+            acc += tl.dot(a, b)
+    out = dw_ptr + ((split * GROUPS + g) * KTOT + k).to(tl.int64)[:, None] * CO + n[None, :]
+    tl.store(out, acc, mask=k_ok[:, None] & n_ok[None, :])
+
+
+def _block(n: int, low: int = 16, high: int = 128) -> int:
+    return max(low, min(high, triton.next_power_of_2(n)))
+
+
+def _fwd(x, w, bias, r: int, pad: int) -> torch.Tensor:
+    """x (B, H, W, G*CI) NHWC, w (G, R*R*CI, CO) -> y (B, HO, WO, G*CO)."""
+    b, h, wd, cin_all = x.shape
+    g, ktot, co = w.shape
+    ho, wo = h + 2 * pad - r + 1, wd + 2 * pad - r + 1
+    y = torch.empty(b, ho, wo, g * co, device=x.device, dtype=x.dtype)
+    m = b * ho * wo
+    bm, bn, bk = 128, _block(co), 32
+    grid = (triton.cdiv(m, bm), triton.cdiv(co, bn), g)
+    _conv_fwd[grid](x, w, bias if bias is not None else y, y, m, h, wd, ho, wo, cin_all, g * co,
+                    cin_all // g, co, ktot, pad, R=r, S=r, HAS_BIAS=bias is not None,
+                    TF32=x.dtype == torch.float32, BM=bm, BN=bn, BK=bk,
+                    num_warps=8 if bn > 64 else 4, num_stages=3)  # fmt: skip
+    return y
+
+
+def _wgrad(x, dy, g: int, r: int, pad: int) -> torch.Tensor:
+    """x (B, H, W, G*CI), dy (B, HO, WO, G*CO) NHWC -> dw (G, R*R*CI, CO) in float32."""
+    b, h, wd, cin_all = x.shape
+    _, ho, wo, cout_all = dy.shape
+    ci, co = cin_all // g, cout_all // g
+    ktot, m = r * r * ci, b * ho * wo
+    bm, bn, bk = _block(ktot, high=64), _block(co, high=64), 32
+    tiles = triton.cdiv(ktot, bm) * triton.cdiv(co, bn) * g
+    # split the pixels so that about 4 programs per SM of a 132-SM card run, chunks of >= 1024
+    splits = max(1, min(triton.cdiv(528, tiles), triton.cdiv(m, 1024)))
+    chunk = triton.cdiv(triton.cdiv(m, splits), bk) * bk
+    splits = triton.cdiv(m, chunk)
+    part = torch.empty(splits, g, ktot, co, device=x.device, dtype=torch.float32)
+    grid = (triton.cdiv(ktot, bm), triton.cdiv(co, bn), g * splits)
+    _conv_wgrad[grid](x, dy, part, m, h, wd, ho, wo, cin_all, cout_all, ci, co, ktot, pad, chunk,
+                      g, R=r, S=r, TF32=x.dtype == torch.float32, BM=bm, BN=bn, BK=bk,
+                      num_warps=4, num_stages=3)  # fmt: skip
+    return part.sum(0)
+
+
+class _GroupedConv(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, groups: int, pad: int):
+        co_all, ci, r, _ = weight.shape
+        xn = x.permute(0, 2, 3, 1).contiguous()  # no copy when x is channels_last
+        w = weight.view(groups, co_all // groups, ci, r, r).permute(0, 3, 4, 2, 1)
+        w = w.reshape(groups, r * r * ci, co_all // groups).contiguous()
+        ctx.save_for_backward(xn, w)
+        ctx.groups, ctx.pad, ctx.r, ctx.has_bias = groups, pad, r, bias is not None
+        ctx.wshape, ctx.wdtype = weight.shape, weight.dtype
+        ctx.bdtype = None if bias is None else bias.dtype
+        return _fwd(xn, w, bias, r, pad).permute(0, 3, 1, 2)  # (B, G*CO, HO, WO), NHWC in memory
+
+    @staticmethod
+    def backward(ctx, dy):
+        xn, w = ctx.saved_tensors
+        g, pad, r = ctx.groups, ctx.pad, ctx.r
+        dyn = dy.permute(0, 2, 3, 1).contiguous().to(xn.dtype)
+        ci, co = w.shape[1] // (r * r), w.shape[2]
+        dx = dw = db = None
+        if ctx.needs_input_grad[0]:  # the input's gradient: dy convolved with the flipped weight
+            flip = w.view(g, r, r, ci, co).flip(1, 2).transpose(3, 4).reshape(g, r * r * co, ci)
+            dx = _fwd(dyn, flip.contiguous(), None, r, r - 1 - pad).permute(0, 3, 1, 2)
+        if ctx.needs_input_grad[1]:
+            dw = _wgrad(xn, dyn, g, r, pad).view(g, r, r, ci, co).permute(0, 4, 3, 1, 2)
+            dw = dw.reshape(ctx.wshape).to(ctx.wdtype)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            db = dyn.sum((0, 1, 2), dtype=torch.float32).to(ctx.bdtype)
+        return dx, dw, db, None, None
+
+
+def grouped_conv2d(x, weight, bias, groups: int, padding: int) -> torch.Tensor:
+    """``F.conv2d(x, weight, bias, 1, padding, 1, groups)`` for square kernels, by Triton.
+
+    x (B, G*CI, H, W), weight (G*CO, CI, R, R), bias (G*CO,) or None ->
+    (B, G*CO, HO, WO) in channels_last memory. Under CUDA autocast the images and weights
+    are cast to its type first (bf16: products in bf16, sums in float32).
+    """
+    if weight.shape[2] != weight.shape[3]:
+        raise ValueError(f"only square kernels: weight {tuple(weight.shape)}")
+    if x.shape[1] != groups * weight.shape[1] or weight.shape[0] % groups:
+        raise ValueError(f"x {tuple(x.shape)} and weight {tuple(weight.shape)} are not "
+                         f"{groups} groups")  # fmt: skip
+    if x.is_cuda and torch.is_autocast_enabled("cuda"):
+        dtype = torch.get_autocast_dtype("cuda")
+        x, weight = x.to(dtype), weight.to(dtype)
+        with torch.autocast("cuda", enabled=False):
+            return _GroupedConv.apply(x, weight, bias, groups, padding)
+    return _GroupedConv.apply(x, weight, bias, groups, padding)
+
+
+class TritonConv2d(nn.Conv2d):
+    """The library's stacked convolution (weight (k*C_out, C_in, kh, kw)) by Triton."""
+
+    def forward(self, x):
+        if self.stride != (1, 1) or self.dilation != (1, 1) or self.groups != 1:
+            raise ValueError("Triton convolutions take stride 1, no dilation, one group each")
+        if isinstance(self.padding, str) or self.padding[0] != self.padding[1]:
+            raise ValueError(f"Triton convolutions take equal padding, not {self.padding}")
+        k = self.weight.shape[0] // self.out_channels
+        return grouped_conv2d(x, self.weight, self.bias, k, self.padding[0])
+
+
+def reference(x, weight, bias, groups: int, padding: int) -> torch.Tensor:
+    """What :func:`grouped_conv2d` computes, by torch."""
+    return F.conv2d(x, weight, bias, 1, padding, 1, groups)
