@@ -102,10 +102,12 @@ def _fwd(x, w, bias, r: int, pad: int) -> torch.Tensor:
     m = b * ho * wo
     bm, bn, bk = 128, _block(co), 32
     grid = (triton.cdiv(m, bm), triton.cdiv(co, bn), g)
+    bias = None if bias is None else bias.contiguous()
+    # 8 warps: with 4, BM = 128 spills registers
     _conv_fwd[grid](x, w, bias if bias is not None else y, y, m, h, wd, ho, wo, cin_all, g * co,
                     cin_all // g, co, ktot, pad, R=r, S=r, HAS_BIAS=bias is not None,
                     TF32=x.dtype == torch.float32, BM=bm, BN=bn, BK=bk,
-                    num_warps=8 if bn > 64 else 4, num_stages=3)  # fmt: skip
+                    num_warps=8, num_stages=3)  # fmt: skip
     return y
 
 
@@ -126,7 +128,7 @@ def _wgrad(x, dy, g: int, r: int, pad: int) -> torch.Tensor:
     _conv_wgrad[grid](x, dy, part, m, h, wd, ho, wo, cin_all, cout_all, ci, co, ktot, pad, chunk,
                       g, R=r, S=r, TF32=x.dtype == torch.float32, BM=bm, BN=bn, BK=bk,
                       num_warps=4, num_stages=3)  # fmt: skip
-    return part.sum(0)
+    return part[0] if splits == 1 else part.sum(0)
 
 
 class _GroupedConv(torch.autograd.Function):
@@ -134,7 +136,7 @@ class _GroupedConv(torch.autograd.Function):
     def forward(ctx, x, weight, bias, groups: int, pad: int):
         co_all, ci, r, _ = weight.shape
         xn = x.permute(0, 2, 3, 1).contiguous()  # no copy when x is channels_last
-        w = weight.view(groups, co_all // groups, ci, r, r).permute(0, 3, 4, 2, 1)
+        w = weight.reshape(groups, co_all // groups, ci, r, r).permute(0, 3, 4, 2, 1)
         w = w.reshape(groups, r * r * ci, co_all // groups).contiguous()
         ctx.save_for_backward(xn, w)
         ctx.groups, ctx.pad, ctx.r, ctx.has_bias = groups, pad, r, bias is not None
@@ -177,6 +179,8 @@ def grouped_conv2d(x, weight, bias, groups: int, padding: int) -> torch.Tensor:
         x, weight = x.to(dtype), weight.to(dtype)
         with torch.autocast("cuda", enabled=False):
             return _GroupedConv.apply(x, weight, bias, groups, padding)
+    if x.dtype != weight.dtype:
+        raise ValueError(f"x is {x.dtype} and weight {weight.dtype}: one type for both")
     return _GroupedConv.apply(x, weight, bias, groups, padding)
 
 

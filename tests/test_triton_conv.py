@@ -1,8 +1,9 @@
 """The benchmark's Triton convolution of many clients computes what torch's grouped one does.
 
 Without a card the kernels run in Triton's interpreter (``TRITON_INTERPRET=1``, which must
-be set before the kernels are defined and while they run: hence a fresh process); the test
-marked ``gpu`` checks them compiled, in TF32 and bf16 (CI has no GPU).
+be set before the kernels are defined and while they run: hence a fresh process), in
+float32 only (the interpreter's bf16 products are wrong); the tests marked ``gpu`` check
+them compiled, in TF32 and bf16, on the paper's layers (CI has no GPU).
 """
 
 import json
@@ -81,6 +82,12 @@ def test_shapes_that_are_not_clients_convolutions_are_refused_by_shape(x, w, gro
         grouped_conv2d(x, w, None, groups, 1)
 
 
+def test_images_and_weights_of_two_types_are_refused_naming_both():
+    with pytest.raises(ValueError, match="x is torch.float64 and weight torch.float32"):
+        grouped_conv2d(torch.zeros(1, 4, 5, 5, dtype=torch.float64), torch.zeros(4, 2, 3, 3),
+                       None, 2, 1)  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "kw, message",
     [({"stride": 2}, "stride 1"), ({"dilation": 2}, "no dilation"), ({"groups": 2}, "one group"),
@@ -92,21 +99,31 @@ def test_a_layer_the_kernels_cannot_compute_is_refused(kw, message):
         layer(torch.zeros(1, 4, 6, 6))
 
 
+# the paper's convolutions (in and out channels, kernel, padding, side), Digit's then CIFAR-10's
+LAYERS = [(3, 64, 5, 2, 28), (64, 64, 5, 2, 14), (64, 128, 5, 2, 7),
+          (3, 16, 3, 1, 32), (16, 32, 3, 1, 32), (32, 64, 3, 1, 16),
+          (64, 128, 3, 1, 8)]  # fmt: skip
+
+
 @gpu
+@pytest.mark.parametrize("layer", LAYERS)
 @pytest.mark.parametrize("dtype, tol", [(torch.float32, 5e-3), (torch.bfloat16, 3e-2)])
-def test_on_a_gpu_the_compiled_kernels_are_cudnns_convolution_to_rounding(dtype, tol):
+def test_on_a_gpu_the_compiled_kernels_are_cudnns_convolution_to_rounding(layer, dtype, tol):
+    ci, co, r, pad, side = layer
+    g = 20 if layer == LAYERS[1] else 4  # one layer at the paper's 20 clients, the others 4
     gen = torch.Generator().manual_seed(0)
-    g, ci, co = 20, 64, 64  # the Digit network's second layer for 20 clients
-    x = torch.randn(64, g * ci, 14, 14, generator=gen).cuda()
+    x = torch.randn(64, g * ci, side, side, generator=gen).cuda()
     x = x.contiguous(memory_format=torch.channels_last).requires_grad_()
-    w = (0.05 * torch.randn(g * co, ci, 5, 5, generator=gen)).cuda().requires_grad_()
-    bias = torch.randn(g * co, generator=gen).cuda().requires_grad_()
-    dy = torch.randn(64, g * co, 14, 14, generator=gen).cuda()
+    w = (torch.randn(g * co, ci, r, r, generator=gen) / (ci * r * r) ** 0.5).cuda()
+    bias = torch.randn(g * co, generator=gen).cuda()
+    w, bias = w.requires_grad_(), bias.requires_grad_()
+    dy = torch.randn(64, g * co, side, side, generator=gen).cuda()
     with torch.autocast("cuda", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
-        y = grouped_conv2d(x, w, bias, g, 2)
-        ref = torch.nn.functional.conv2d(x, w, bias, 1, 2, 1, g)
+        y = grouped_conv2d(x, w, bias, g, pad)
+        ref = torch.nn.functional.conv2d(x, w, bias, 1, pad, 1, g)
     got = torch.autograd.grad(y.float(), (x, w, bias), dy)
     want = torch.autograd.grad(ref.float(), (x, w, bias), dy)
-    for a, e in zip((y, *got), (ref, *want), strict=True):
-        assert a.dtype == e.dtype
-        assert ((a.float() - e.float()).norm() / e.float().norm()).item() < tol
+    for name, a, e in zip(("output", "x", "weight", "bias"), (y, *got), (ref, *want),
+                          strict=True):  # fmt: skip
+        assert a.dtype == e.dtype, name
+        assert ((a.float() - e.float()).norm() / e.float().norm()).item() < tol, name

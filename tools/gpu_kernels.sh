@@ -34,7 +34,7 @@ stage() { # stage LIMIT NAME COMMAND...: COMMAND under LIMIT s, or what is left 
 
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 python3 tools/gpu_data.py --unpack .gpu/bench.tar.xz --to "$HCCT_DATA_DIR" || exit 1
-stage 120 tests python3 -m pytest -q -p no:cacheprovider tests/test_batched.py \
+stage 180 tests python3 -m pytest -q -p no:cacheprovider tests/test_batched.py \
   tests/test_triton_conv.py -k gpu
 stage 200 triton python3 benchmarks/bench_batched_kernels.py --clients 20 80 \
   --variants grouped triton "grouped, bf16" "triton, bf16" --json "$out/triton.json" \
