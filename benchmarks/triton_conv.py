@@ -139,7 +139,7 @@ class _GroupedConv(torch.autograd.Function):
         w = weight.reshape(groups, co_all // groups, ci, r, r).permute(0, 3, 4, 2, 1)
         w = w.reshape(groups, r * r * ci, co_all // groups).contiguous()
         ctx.save_for_backward(xn, w)
-        ctx.groups, ctx.pad, ctx.r, ctx.has_bias = groups, pad, r, bias is not None
+        ctx.groups, ctx.pad, ctx.r = groups, pad, r
         ctx.wshape, ctx.wdtype = weight.shape, weight.dtype
         ctx.bdtype = None if bias is None else bias.dtype
         return _fwd(xn, w, bias, r, pad).permute(0, 3, 1, 2)  # (B, G*CO, HO, WO), NHWC in memory
@@ -157,7 +157,7 @@ class _GroupedConv(torch.autograd.Function):
         if ctx.needs_input_grad[1]:
             dw = _wgrad(xn, dyn, g, r, pad).view(g, r, r, ci, co).permute(0, 4, 3, 1, 2)
             dw = dw.reshape(ctx.wshape).to(ctx.wdtype)
-        if ctx.has_bias and ctx.needs_input_grad[2]:
+        if ctx.bdtype is not None and ctx.needs_input_grad[2]:
             db = dyn.sum((0, 1, 2), dtype=torch.float32).to(ctx.bdtype)
         return dx, dw, db, None, None
 

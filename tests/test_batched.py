@@ -8,6 +8,7 @@ the float32 GPU path against eager steps (CI has no GPU; they run on a lent mach
 import pytest
 import torch
 from torch import nn
+from torch.func import functional_call
 
 from hcct_lite.runs.jobs import Job, job_path
 from hcct_lite.runs.runner import pending_jobs
@@ -16,7 +17,14 @@ from hcct_lite.training.batched import BatchedSGDTrainer, step_plan
 from hcct_lite.training.config import make_config
 from hcct_lite.training.engine import run_experiment
 from hcct_lite.training.local import SGDTrainer, clone_state, evaluate
-from hcct_lite.training.models import MODEL_INPUT, build_model, check_stackable, stacked_network
+from hcct_lite.training.models import (
+    MODEL_INPUT,
+    build_model,
+    call_tensor,
+    check_stackable,
+    stacked_layouts,
+    stacked_network,
+)
 from hcct_lite.training.splits import ClientData
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -89,10 +97,6 @@ def test_batched_clients_train_as_one_client_at_a_time_does(model, sizes, local_
 @pytest.mark.parametrize("model", ["fmnist_mlp", "digit_cnn_small", "cifar_cnn", "small_digits"])
 def test_a_stacked_fully_connected_weight_gets_its_gradient_in_its_own_layout(model):
     # A transposed gradient takes the SGD update off torch._foreach_add_'s fast path
-    from torch.func import functional_call
-
-    from hcct_lite.training.models import call_tensor, stacked_layouts
-
     torch.manual_seed(0)
     one = build_model(model)
     net, rows, k = stacked_network(one), stacked_layouts(one), 3
@@ -121,8 +125,6 @@ class _OneLayer(nn.Module):
 
 @pytest.mark.parametrize("bias, k", [(True, 1), (True, 4), (False, 3)])
 def test_a_stacked_fully_connected_layer_is_each_clients_own_layer(bias, k):
-    from torch.func import functional_call
-
     torch.manual_seed(k)
     clients = [_OneLayer(bias) for _ in range(k)]
     stacked = stacked_network(clients[0])
