@@ -26,7 +26,8 @@ own time, launches gone, which a graph of the batched step would buy). Variants:
 - ``triton`` and ``triton, bf16``: a convolution of k clients as one Triton kernel per
   pass (``triton_conv.py``: a grouped implicit GEMM with a client axis in its grid), in
   TF32 (the default's convolution arithmetic) or bf16, the images channels_last (only
-  when ``--variants`` names them);
+  when ``--variants`` names them), with the block sizes of ``--triton-blocks`` (a
+  ``bench_triton_blocks.py --json``) where it has them, else the kernels' first guess;
 - ``unfold, TF32`` and ``unfold, bf16``: a convolution of k clients as im2col
   (``F.unfold``) and one batched matrix product over the clients, TF32 or bf16;
 - ``grouped, compiled`` (only when ``--variants`` names it, as it compiles first):
@@ -289,8 +290,14 @@ def main(argv=None) -> None:
     p.add_argument("--profile", help="append the kernels of Digit's --profile-variants here")
     p.add_argument("--profile-variants", nargs="+", choices=VARIANTS,
                    default=["grouped", "grouped, bf16"])  # fmt: skip
+    p.add_argument("--triton-blocks", help="the Triton kernels' tuned block sizes (a sweep's "
+                   "--json)")  # fmt: skip
     a = p.parse_args(argv)
     torch.set_num_threads(1)
+    if a.triton_blocks:
+        from triton_conv import load_tuned
+
+        print(f"Triton blocks: {load_tuned(a.triton_blocks)} passes tuned ({a.triton_blocks})")
     cuda = torch.device(a.device).type == "cuda"
     dense = {}
     if cuda:

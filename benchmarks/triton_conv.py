@@ -14,6 +14,8 @@ CPU (slowly), which is how the tests check them without a card.
 
 from __future__ import annotations
 
+import json
+
 import torch
 import triton
 import triton.language as tl
@@ -93,31 +95,92 @@ def _block(n: int, low: int = 16, high: int = 128) -> int:
     return max(low, min(high, triton.next_power_of_2(n)))
 
 
-def _fwd(x, w, bias, r: int, pad: int) -> torch.Tensor:
+# the paper's convolutions (in and out channels, kernel, padding, side), Digit's then CIFAR-10's
+LAYERS = [(3, 64, 5, 2, 28), (64, 64, 5, 2, 14), (64, 128, 5, 2, 7),
+          (3, 16, 3, 1, 32), (16, 32, 3, 1, 32), (32, 64, 3, 1, 16),
+          (64, 128, 3, 1, 8)]  # fmt: skip
+PASSES = ("forward", "input", "weight")  # the output, the input's gradient, the weight's
+# (pass, in channels, out channels, kernel side, "tf32" or "bf16") of a layer -> its blocks
+# (BM, BN, BK, warps, stages), as benchmarks/bench_triton_blocks.py found fastest on a card;
+# a layer not in it takes :func:`first_guess`. Empty until a sweep's --json is loaded.
+TUNED: dict[tuple[str, int, int, int, str], tuple[int, int, int, int, int]] = {}
+
+
+def first_guess(kind: str, ktot: int, co: int) -> tuple[int, int, int, int, int]:
+    """The untuned blocks of a pass whose GEMM reduces ``ktot`` into ``co`` columns."""
+    if kind == "weight":
+        return _block(ktot, high=64), _block(co, high=64), 32, 4, 3
+    return 128, _block(co), 32, 8, 3  # 8 warps: with 4, BM = 128 spills registers
+
+
+def check_blocks(blocks) -> tuple[int, int, int, int, int]:
+    """``blocks`` as (BM, BN, BK, warps, stages), or a ValueError saying which is off."""
+    if not isinstance(blocks, (tuple, list)) or len(blocks) != 5:
+        raise ValueError(f"blocks must be (BM, BN, BK, warps, stages), not {blocks!r}")
+    names = ("BM", "BN", "BK", "warps", "stages")
+    for name, v, low in zip(names, blocks, (16, 16, 16, 1, 1), strict=True):
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ValueError(f"blocks {name} must be an int >= {low}, not {v!r}")
+        if name != "stages" and v & (v - 1):
+            raise ValueError(f"blocks {name} must be a power of two, not {v}")
+    return tuple(blocks)
+
+
+def load_tuned(path) -> int:
+    """Put a sweep's best blocks (``bench_triton_blocks.py --json``) in :data:`TUNED`.
+
+    All or nothing: a file with one bad row adds none and raises a ValueError naming it.
+    """
+    try:
+        with open(path) as f:
+            best = json.load(f)["best"]
+        rows = {(row["pass"], row["ci"], row["co"], row["r"], row["arithmetic"]): row["blocks"]
+                for row in best}  # fmt: skip
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ValueError(f"{path} is not a sweep's --json ({type(e).__name__}: {e})") from e
+    for key, blocks in rows.items():
+        if key[0] not in PASSES or key[4] not in ("tf32", "bf16"):
+            raise ValueError(f"{path}: a best row for {key} names no pass or arithmetic")
+        try:
+            rows[key] = check_blocks(blocks)
+        except ValueError as e:
+            raise ValueError(f"{path}: the best row for {key}: {e}") from e
+    TUNED.update(rows)
+    return len(rows)
+
+
+def blocks_for(kind: str, layer: tuple[int, int, int], dtype, ktot: int, co: int, blocks=None):
+    """Pass ``kind``'s blocks for ``layer`` (in, out channels, kernel): given, tuned or guessed."""
+    if blocks is not None:
+        return check_blocks(blocks)
+    key = (kind, *layer, "tf32" if dtype == torch.float32 else "bf16")
+    return TUNED.get(key) or first_guess(kind, ktot, co)
+
+
+def implicit_gemm(x, w, bias, r: int, pad: int, blocks) -> torch.Tensor:
     """x (B, H, W, G*CI) NHWC, w (G, R*R*CI, CO) -> y (B, HO, WO, G*CO)."""
     b, h, wd, cin_all = x.shape
     g, ktot, co = w.shape
     ho, wo = h + 2 * pad - r + 1, wd + 2 * pad - r + 1
     y = torch.empty(b, ho, wo, g * co, device=x.device, dtype=x.dtype)
     m = b * ho * wo
-    bm, bn, bk = 128, _block(co), 32
+    bm, bn, bk, warps, stages = blocks
     grid = (triton.cdiv(m, bm), triton.cdiv(co, bn), g)
     bias = None if bias is None else bias.contiguous()
-    # 8 warps: with 4, BM = 128 spills registers
     _conv_fwd[grid](x, w, bias if bias is not None else y, y, m, h, wd, ho, wo, cin_all, g * co,
                     cin_all // g, co, ktot, pad, R=r, S=r, HAS_BIAS=bias is not None,
                     TF32=x.dtype == torch.float32, BM=bm, BN=bn, BK=bk,
-                    num_warps=8, num_stages=3)  # fmt: skip
+                    num_warps=warps, num_stages=stages)  # fmt: skip
     return y
 
 
-def _wgrad(x, dy, g: int, r: int, pad: int) -> torch.Tensor:
+def weight_gemm(x, dy, g: int, r: int, pad: int, blocks) -> torch.Tensor:
     """x (B, H, W, G*CI), dy (B, HO, WO, G*CO) NHWC -> dw (G, R*R*CI, CO) in float32."""
     b, h, wd, cin_all = x.shape
     _, ho, wo, cout_all = dy.shape
     ci, co = cin_all // g, cout_all // g
     ktot, m = r * r * ci, b * ho * wo
-    bm, bn, bk = _block(ktot, high=64), _block(co, high=64), 32
+    bm, bn, bk, warps, stages = blocks
     tiles = triton.cdiv(ktot, bm) * triton.cdiv(co, bn) * g
     # split the pixels so that about 4 programs per SM of a 132-SM card run, chunks of >= 1024
     splits = max(1, min(triton.cdiv(528, tiles), triton.cdiv(m, 1024)))
@@ -127,22 +190,43 @@ def _wgrad(x, dy, g: int, r: int, pad: int) -> torch.Tensor:
     grid = (triton.cdiv(ktot, bm), triton.cdiv(co, bn), g * splits)
     _conv_wgrad[grid](x, dy, part, m, h, wd, ho, wo, cin_all, cout_all, ci, co, ktot, pad, chunk,
                       g, R=r, S=r, TF32=x.dtype == torch.float32, BM=bm, BN=bn, BK=bk,
-                      num_warps=4, num_stages=3)  # fmt: skip
+                      num_warps=warps, num_stages=stages)  # fmt: skip
     return part[0] if splits == 1 else part.sum(0)
+
+
+def gemm_weight(weight, groups: int) -> torch.Tensor:
+    """torch's (G*CO, CI, R, R) -> the kernels' (G, R*R*CI, CO)."""
+    co_all, ci, r, _ = weight.shape
+    w = weight.reshape(groups, co_all // groups, ci, r, r).permute(0, 3, 4, 2, 1)
+    return w.reshape(groups, r * r * ci, co_all // groups).contiguous()
+
+
+def flipped(w, r: int) -> torch.Tensor:
+    """The input gradient's weight: (G, R*R*CI, CO) flipped in space -> (G, R*R*CO, CI)."""
+    g, ktot, co = w.shape
+    ci = ktot // (r * r)
+    return w.view(g, r, r, ci, co).flip(1, 2).transpose(3, 4).reshape(g, r * r * co, ci)
+
+
+def torch_weight(dw, r: int) -> torch.Tensor:
+    """The kernels' (G, R*R*CI, CO) -> torch's (G*CO, CI, R, R)."""
+    g, ktot, co = dw.shape
+    ci = ktot // (r * r)
+    return dw.view(g, r, r, ci, co).permute(0, 4, 3, 1, 2).reshape(g * co, ci, r, r)
 
 
 class _GroupedConv(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, groups: int, pad: int):
-        co_all, ci, r, _ = weight.shape
+        _, ci, r, _ = weight.shape
         xn = x.permute(0, 2, 3, 1).contiguous()  # no copy when x is channels_last
-        w = weight.reshape(groups, co_all // groups, ci, r, r).permute(0, 3, 4, 2, 1)
-        w = w.reshape(groups, r * r * ci, co_all // groups).contiguous()
+        w = gemm_weight(weight, groups)
         ctx.save_for_backward(xn, w)
         ctx.groups, ctx.pad, ctx.r = groups, pad, r
-        ctx.wshape, ctx.wdtype = weight.shape, weight.dtype
+        ctx.wdtype = weight.dtype
         ctx.bdtype = None if bias is None else bias.dtype
-        return _fwd(xn, w, bias, r, pad).permute(0, 3, 1, 2)  # (B, G*CO, HO, WO), NHWC in memory
+        blocks = blocks_for("forward", (ci, w.shape[2], r), xn.dtype, w.shape[1], w.shape[2])
+        return implicit_gemm(xn, w, bias, r, pad, blocks).permute(0, 3, 1, 2)  # NHWC in memory
 
     @staticmethod
     def backward(ctx, dy):
@@ -152,11 +236,12 @@ class _GroupedConv(torch.autograd.Function):
         ci, co = w.shape[1] // (r * r), w.shape[2]
         dx = dw = db = None
         if ctx.needs_input_grad[0]:  # the input's gradient: dy convolved with the flipped weight
-            flip = w.view(g, r, r, ci, co).flip(1, 2).transpose(3, 4).reshape(g, r * r * co, ci)
-            dx = _fwd(dyn, flip.contiguous(), None, r, r - 1 - pad).permute(0, 3, 1, 2)
+            blocks = blocks_for("input", (ci, co, r), xn.dtype, r * r * co, ci)
+            dx = implicit_gemm(dyn, flipped(w, r).contiguous(), None, r, r - 1 - pad, blocks)
+            dx = dx.permute(0, 3, 1, 2)
         if ctx.needs_input_grad[1]:
-            dw = _wgrad(xn, dyn, g, r, pad).view(g, r, r, ci, co).permute(0, 4, 3, 1, 2)
-            dw = dw.reshape(ctx.wshape).to(ctx.wdtype)
+            blocks = blocks_for("weight", (ci, co, r), xn.dtype, r * r * ci, co)
+            dw = torch_weight(weight_gemm(xn, dyn, g, r, pad, blocks), r).to(ctx.wdtype)
         if ctx.bdtype is not None and ctx.needs_input_grad[2]:
             db = dyn.sum((0, 1, 2), dtype=torch.float32).to(ctx.bdtype)
         return dx, dw, db, None, None

@@ -19,7 +19,7 @@ pytest.importorskip("triton")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from triton_conv import TritonConv2d, grouped_conv2d, reference  # noqa: E402
+from triton_conv import LAYERS, TritonConv2d, grouped_conv2d, reference  # noqa: E402
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -54,13 +54,18 @@ print(json.dumps(out))
 """
 
 
-def test_the_triton_convolution_and_its_gradients_are_torchs_grouped_one():
+def interpreted(script: str, payload, timeout: int = 600):
+    """What ``script`` prints as JSON, run in Triton's interpreter with ``payload`` as argv[2]."""
     env = dict(os.environ, TRITON_INTERPRET="1", OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-c", _CHECK, str(ROOT / "benchmarks"),
-                           json.dumps(CASES)], env=env, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", script, str(ROOT / "benchmarks"),
+                           json.dumps(payload)], env=env, capture_output=True, text=True,
+                          timeout=timeout)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    rows = json.loads(done.stdout)
+    return json.loads(done.stdout)
+
+
+def test_the_triton_convolution_and_its_gradients_are_torchs_grouped_one():
+    rows = interpreted(_CHECK, CASES)
     assert len(rows) == len(CASES)
     for case, row in zip(CASES, rows, strict=True):
         *diffs, same_shape = row
@@ -97,12 +102,6 @@ def test_a_layer_the_kernels_cannot_compute_is_refused(kw, message):
     layer = TritonConv2d(4, 4, 3, **kw)
     with pytest.raises(ValueError, match=message):
         layer(torch.zeros(1, 4, 6, 6))
-
-
-# the paper's convolutions (in and out channels, kernel, padding, side), Digit's then CIFAR-10's
-LAYERS = [(3, 64, 5, 2, 28), (64, 64, 5, 2, 14), (64, 128, 5, 2, 7),
-          (3, 16, 3, 1, 32), (16, 32, 3, 1, 32), (32, 64, 3, 1, 16),
-          (64, 128, 3, 1, 8)]  # fmt: skip
 
 
 @gpu

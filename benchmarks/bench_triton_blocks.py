@@ -1,0 +1,206 @@
+"""Which block sizes make each pass of the Triton convolution fastest, against cuDNN's pass.
+
+    python benchmarks/bench_triton_blocks.py --clients 20 --json blocks.json --seconds 230
+
+For each of the paper's seven convolutions (``triton_conv.LAYERS``; Digit's first, the
+layers with the most arithmetic per run first) and each pass (the output, the input's
+gradient, the weight's), k clients at batch 64: cuDNN's grouped convolution doing that pass
+alone (``F.conv2d`` or ``aten.convolution_backward`` with one gradient asked for), then the
+Triton kernel under each candidate block size (:func:`candidates`: the first guess first),
+each timed by ``triton.testing.do_bench`` (the card's milliseconds, median). A first layer's
+input gradient is skipped: the images need none, so the trainer never computes it.
+
+A setting is right when its result differs from cuDNN's by at most ``--tolerance`` (relative
+Frobenius norm; bf16 products differ by about 1e-2 from TF32 ones, float32's by 1e-3); one
+that is wrong, fails to compile or launch (shared memory, say) is never chosen. Per pass
+one row: cuDNN's time, the first guess's, the best right setting's and its blocks (BM, BN,
+BK, warps, stages), what it buys over both, and how many settings were right. ``--json``
+(rewritten after each pass, so a run stopped at its limit keeps what it measured) holds
+every setting's time and a ``best`` list that ``triton_conv.load_tuned`` reads
+(``bench_batched_kernels.py --triton-blocks``). Needs a CUDA card.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+
+import torch
+from torch.nn import functional as F
+from triton_conv import (
+    LAYERS,
+    first_guess,
+    flipped,
+    gemm_weight,
+    implicit_gemm,
+    torch_weight,
+    weight_gemm,
+)
+
+NAMES = ["Digit conv1", "Digit conv2", "Digit conv3",
+         "CIFAR-10 conv1", "CIFAR-10 conv2", "CIFAR-10 conv3", "CIFAR-10 conv4"]  # fmt: skip
+STEPS = [1.04] * 3 + [0.43] * 4  # millions of local steps of each network in the GPU paper
+BATCH = 64  # images per client, as the paper trains
+
+
+def candidates(kind: str, ktot: int, co: int) -> list[tuple[int, int, int, int, int]]:
+    """The block sizes tried for pass ``kind`` of a GEMM reducing ``ktot`` into ``co``."""
+    first = first_guess(kind, ktot, co)
+    if kind == "weight":
+        bms = sorted({first[0], min(2 * first[0], 128)})
+        bns = sorted({first[1], min(2 * first[1], 128)})
+        grid = [(bm, bn, bk, warps, 3) for bm in bms for bn in bns for bk in (32, 64)
+                for warps in (4, 8)]  # fmt: skip
+    else:
+        grid = [(bm, first[1], bk, warps, stages) for bm in (64, 128, 256) for bk in (32, 64)
+                for warps, stages in ((4, 3), (8, 3), (8, 4))]  # fmt: skip
+    return [first] + [c for c in grid if c != first]
+
+
+def operands(layer, g: int, b: int, dtype, device, seed: int = 0) -> dict:
+    """Seeded images, weight, bias and output gradient of ``layer`` for ``g`` clients."""
+    ci, co, r, pad, side = layer
+    ho = side + 2 * pad - r + 1
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, g * ci, side, side, generator=gen)
+    w = torch.randn(g * co, ci, r, r, generator=gen) / (ci * r * r) ** 0.5
+    bias = torch.randn(g * co, generator=gen)
+    dy = torch.randn(b, g * co, ho, ho, generator=gen)
+    x, dy = (t.to(device, dtype).contiguous(memory_format=torch.channels_last) for t in (x, dy))
+    w, bias = w.to(device, dtype), bias.to(device, dtype)
+    xn, dyn = x.permute(0, 2, 3, 1).contiguous(), dy.permute(0, 2, 3, 1).contiguous()
+    wg = gemm_weight(w, g)
+    return dict(x=x, w=w, bias=bias, dy=dy, xn=xn, dyn=dyn, wg=wg, flip=flipped(wg, r).contiguous(),
+                g=g, r=r, pad=pad)  # fmt: skip
+
+
+def reference_pass(kind: str, o: dict):
+    """cuDNN's (torch's) result of pass ``kind``, in torch's layout."""
+    if kind == "forward":
+        return F.conv2d(o["x"], o["w"], o["bias"], 1, o["pad"], 1, o["g"])
+    mask = [kind == "input", kind == "weight", False]
+    grads = torch.ops.aten.convolution_backward(o["dy"], o["x"], o["w"], None, [1, 1],
+                                                [o["pad"]] * 2, [1, 1], False, [0, 0], o["g"],
+                                                mask)  # fmt: skip
+    return grads[0] if kind == "input" else grads[1]
+
+
+def triton_pass(kind: str, o: dict, blocks):
+    """The Triton kernels' result of pass ``kind`` under ``blocks``, in torch's layout."""
+    r, pad = o["r"], o["pad"]
+    if kind == "forward":
+        return implicit_gemm(o["xn"], o["wg"], o["bias"], r, pad, blocks).permute(0, 3, 1, 2)
+    if kind == "input":
+        return implicit_gemm(o["dyn"], o["flip"], None, r, r - 1 - pad, blocks).permute(0, 3, 1, 2)
+    return torch_weight(weight_gemm(o["xn"], o["dyn"], o["g"], r, pad, blocks), r)
+
+
+def relative_error(got, want) -> float:
+    """||got - want|| / ||want|| in float32; inf when the shapes differ or want is zero."""
+    if got.shape != want.shape:
+        return math.inf
+    den = want.float().norm().item()
+    return (got.float() - want.float()).norm().item() / den if den > 0 else math.inf
+
+
+def best(rows: list[dict], tolerance: float) -> dict | None:
+    """The fastest row that ran (no ``error``), with finite ``ms`` > 0 and ``diff`` <= tolerance."""
+
+    def right(row):
+        ms, diff = row.get("ms"), row.get("diff")
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (ms, diff))
+        return (row.get("error") is None and numbers and math.isfinite(ms) and ms > 0
+                and diff <= tolerance)  # fmt: skip
+
+    good = [row for row in rows if right(row)]
+    return min(good, key=lambda row: row["ms"]) if good else None
+
+
+def sweep_pass(kind: str, layer, o: dict, tolerance: float) -> tuple[float, list[dict]]:
+    """cuDNN's milliseconds for pass ``kind`` and one row per candidate block size."""
+    from triton.testing import do_bench
+
+    ci, co, r = layer[:3]
+    ktot, n = (r * r * co, ci) if kind == "input" else (r * r * ci, co)
+    want = reference_pass(kind, o)
+    cudnn = do_bench(lambda: reference_pass(kind, o), warmup=10, rep=40)
+    rows = []
+    for blocks in candidates(kind, ktot, n):
+        row = dict(blocks=list(blocks), ms=None, diff=None, error=None)
+        try:
+            row["diff"] = relative_error(triton_pass(kind, o, blocks), want)
+            row["ms"] = do_bench(lambda b=blocks: triton_pass(kind, o, b), warmup=10, rep=40)
+        except Exception as e:  # noqa: BLE001 - a setting that cannot run is a result, not the end
+            row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        rows.append(row)
+    return cudnn, rows
+
+
+def summary(name: str, kind: str, arith: str, cudnn: float, rows: list[dict], flop: float,
+            tolerance: float) -> tuple[str, dict | None]:  # fmt: skip
+    """The table's row for one pass, and its best row (or None)."""
+    top, first = best(rows, tolerance), rows[0]
+    right = sum(best([row], tolerance) is not None for row in rows)
+    head = f"| {name} | {kind} | {arith} | {cudnn:.3f} | "
+    first_ms = f"{first['ms']:.3f}" if first["ms"] else first["error"] or "?"
+    if top is None:
+        return head + f"{first_ms} | none right | | | | | 0 / {len(rows)} |", None
+    return (head + f"{first_ms} | {top['ms']:.3f} | {tuple(top['blocks'])} | "
+            f"{cudnn / top['ms']:.2f}x | {(first['ms'] or math.nan) / top['ms']:.2f}x | "
+            f"{flop / top['ms'] / 1e9:.1f} | {right} / {len(rows)} |"), top  # fmt: skip
+
+
+def order() -> list[int]:
+    """The layers, most arithmetic in the GPU paper first."""
+    macs = [ci * co * r * r * (s + 2 * p - r + 1) ** 2 for ci, co, r, p, s in LAYERS]
+    return sorted(range(len(LAYERS)), key=lambda i: -macs[i] * STEPS[i])
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--clients", type=int, default=20, help="k clients per convolution")
+    p.add_argument("--arithmetic", nargs="+", default=["bf16"], choices=["bf16", "tf32"])
+    p.add_argument("--seconds", type=float, default=math.inf, help="start no pass after this")
+    p.add_argument("--tolerance", type=float, help="default: 3e-2 bf16, 5e-3 tf32")
+    p.add_argument("--json", help="write every setting's time and the best here")
+    a = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        raise SystemExit("bench_triton_blocks.py needs a CUDA card: Triton compiles for one")
+    if a.clients < 1:
+        raise SystemExit(f"--clients must be at least 1, not {a.clients}")
+    t0, out = time.perf_counter(), dict(clients=a.clients, batch=BATCH, rows=[], best=[])
+    print(
+        "| layer | pass | arithmetic | cuDNN ms | first guess ms | best ms | best blocks "
+        "| vs cuDNN | vs first guess | TFLOP/s | right / tried |\n" + "|---" * 11 + "|"
+    )
+    for arith in a.arithmetic:
+        tol = a.tolerance or (3e-2 if arith == "bf16" else 5e-3)
+        dtype = torch.bfloat16 if arith == "bf16" else torch.float32
+        for i in order():
+            ci, co, r, pad, side = layer = LAYERS[i]
+            o = operands(layer, a.clients, BATCH, dtype, "cuda")
+            flop = 2 * BATCH * (side + 2 * pad - r + 1) ** 2 * ci * co * r * r * a.clients
+            for kind in ("forward", "input", "weight") if ci != 3 else ("forward", "weight"):
+                if time.perf_counter() - t0 > a.seconds:
+                    print(f"not swept: {NAMES[i]} {kind} {arith} (--seconds {a.seconds:g} spent)")
+                    continue
+                cudnn, rows = sweep_pass(kind, layer, o, tol)
+                line, top = summary(NAMES[i], kind, arith, cudnn, rows, flop, tol)
+                print(line, flush=True)
+                key = dict(layer=NAMES[i], ci=ci, co=co, r=r, arithmetic=arith)
+                out["rows"].append(dict(key, **{"pass": kind}, cudnn_ms=cudnn, settings=rows))
+                if top is not None:
+                    out["best"].append(dict(key, **{"pass": kind}, blocks=top["blocks"],
+                                            ms=top["ms"], cudnn_ms=cudnn))  # fmt: skip
+                if a.json:  # whole or not at all: the sweep may be stopped at its limit
+                    with open(a.json + ".part", "w") as f:
+                        json.dump(out, f, indent=1)
+                    os.replace(a.json + ".part", a.json)
+    print(f"done after {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

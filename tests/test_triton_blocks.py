@@ -1,0 +1,147 @@
+"""The Triton convolution's block sizes: every setting the sweep tries computes the same
+convolution, the sweep never chooses a setting that failed or was wrong, and tuned blocks
+are validated before the kernels see them.
+
+Correctness runs in Triton's interpreter (``TRITON_INTERPRET=1``, in a fresh process, float32
+only), which ignores warps and stages; the timings need a card (``tools/gpu_kernels.sh``).
+"""
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import triton_conv  # noqa: E402
+from bench_triton_blocks import NAMES, best, candidates, order, relative_error  # noqa: E402
+from test_triton_conv import interpreted  # noqa: E402
+
+_EVERY_SETTING = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from bench_triton_blocks import candidates, operands, reference_pass, relative_error, triton_pass
+out = []
+for layer in json.loads(sys.argv[2]):
+    ci, co, r = layer[:3]
+    o = operands(layer, 2, 2, __import__("torch").float32, "cpu", seed=len(out))
+    for kind in ("forward", "input", "weight"):
+        ktot, n = (r * r * co, ci) if kind == "input" else (r * r * ci, co)
+        want, seen = reference_pass(kind, o), set()
+        for blocks in candidates(kind, ktot, n):
+            if blocks[:3] in seen:  # the interpreter ignores warps and stages
+                continue
+            seen.add(blocks[:3])
+            out.append([kind, list(blocks), relative_error(triton_pass(kind, o, blocks), want)])
+print(json.dumps(out))
+"""
+
+
+def test_every_block_size_the_sweep_tries_computes_torchs_convolution():
+    layers = [(3, 5, 5, 2, 6), (4, 16, 3, 1, 5), (2, 3, 3, 0, 4)]  # ci, co, kernel, pad, side
+    rows = interpreted(_EVERY_SETTING, layers, timeout=900)
+    assert {kind for kind, _, _ in rows} == {"forward", "input", "weight"}
+    assert len(rows) > 3 * 10  # many distinct settings per pass, not the first guess alone
+    for kind, blocks, err in rows:
+        assert err < 1e-5, (kind, blocks, err)  # float32 on the CPU: rounding alone
+
+
+@pytest.mark.parametrize("kind", triton_conv.PASSES)
+@pytest.mark.parametrize("ktot, co", [(75, 64), (1600, 128), (27, 16), (1152, 3)])
+def test_candidates_start_with_the_first_guess_and_are_valid_and_distinct(kind, ktot, co):
+    got = candidates(kind, ktot, co)
+    assert got[0] == triton_conv.first_guess(kind, ktot, co)
+    assert len(set(got)) == len(got) > 1
+    for blocks in got:
+        assert triton_conv.check_blocks(blocks) == blocks
+
+
+def _row(ms, diff, error=None):
+    return dict(blocks=[64, 64, 32, 4, 3], ms=ms, diff=diff, error=error)
+
+
+def test_best_is_the_fastest_right_setting_never_a_failed_wrong_or_garbage_one():
+    rows = [
+        _row(0.5, 1e-3),
+        _row(0.1, 0.5),
+        _row(0.05, None, "OutOfResources: shared memory"),
+        _row(math.nan, 1e-3),
+        _row(-1.0, 1e-3),
+        _row(0.0, 1e-3),
+        _row(0.2, math.nan),
+        _row(0.01, math.inf),
+        _row("0.01", 1e-3),
+        _row(None, 1e-3),
+        _row(True, 1e-3),
+        _row(0.3, 2e-2),
+    ]
+    assert best(rows, 3e-2)["ms"] == 0.3  # 0.3 is right at 2e-2; faster ones are wrong or junk
+    assert best(rows, 1e-2)["ms"] == 0.5
+    assert best(rows[1:6], 3e-2) is None  # only wrong, failed or garbage rows: no choice
+    assert best([], 3e-2) is None
+    assert best([_row(0.4, 3e-2)], 3e-2)["ms"] == 0.4  # the tolerance itself is right
+
+
+def test_relative_error_is_infinite_for_another_shape_or_a_zero_reference():
+    a = torch.ones(2, 3)
+    assert relative_error(a, a) == 0
+    assert relative_error(a, torch.ones(3, 2)) == math.inf
+    assert relative_error(a, torch.zeros(2, 3)) == math.inf
+    assert relative_error(2 * a, a) == pytest.approx(1.0)
+
+
+def test_the_sweep_starts_with_digits_second_convolution_and_covers_every_layer():
+    assert NAMES[order()[0]] == "Digit conv2"  # the most arithmetic in the GPU paper
+    assert sorted(order()) == list(range(len(triton_conv.LAYERS))) == list(range(len(NAMES)))
+
+
+@pytest.mark.parametrize(
+    "blocks, message",
+    [((64, 64, 32, 4), r"\(BM, BN, BK, warps, stages\)"), ("64,64,32,4,3", "BM, BN, BK"),
+     ((48, 64, 32, 4, 3), "BM must be a power of two"),
+     ((64, 8, 32, 4, 3), "BN must be an int >= 16"),
+     ((64, 64, 32.0, 4, 3), "BK must be an int"), ((64, 64, 32, 3, 3), "warps must be a power"),
+     ((64, 64, 32, 4, 0), "stages must be an int >= 1"), ((64, 64, 32, True, 3), "warps must be")],
+)  # fmt: skip
+def test_block_sizes_the_kernels_cannot_take_are_refused_naming_which(blocks, message):
+    with pytest.raises(ValueError, match=message):
+        triton_conv.check_blocks(blocks)
+
+
+def test_tuned_blocks_are_loaded_validated_and_taken_before_the_first_guess(tmp_path, monkeypatch):
+    monkeypatch.setattr(triton_conv, "TUNED", {})
+    good = dict(best=[{"pass": "weight", "ci": 64, "co": 64, "r": 5, "arithmetic": "bf16",
+                       "blocks": [128, 64, 64, 8, 3]}])  # fmt: skip
+    path = tmp_path / "blocks.json"
+    path.write_text(json.dumps(good))
+    assert triton_conv.load_tuned(path) == 1
+    pick = triton_conv.blocks_for
+    assert pick("weight", (64, 64, 5), torch.bfloat16, 1600, 64) == (128, 64, 64, 8, 3)
+    guess = triton_conv.first_guess("weight", 1600, 64)
+    assert pick("weight", (64, 64, 5), torch.float32, 1600, 64) == guess  # tuned for bf16 only
+    assert pick("forward", (64, 64, 5), torch.bfloat16, 1600, 64) != (128, 64, 64, 8, 3)
+    assert pick("weight", (64, 64, 5), torch.bfloat16, 1600, 64, (32, 32, 16, 2, 2)) == (
+        32, 32, 16, 2, 2)  # given blocks come first  # fmt: skip
+    for row, message in [(dict(good["best"][0], blocks=[100, 64, 64, 8, 3]), "power of two"),
+                         (dict(good["best"][0], **{"pass": "backward"}), "names no pass"),
+                         (dict(good["best"][0], arithmetic="fp16"), "names no pass")]:  # fmt: skip
+        path.write_text(json.dumps(dict(best=[row])))
+        with pytest.raises(ValueError, match=message):
+            triton_conv.load_tuned(path)
+
+
+@pytest.mark.parametrize("text", ["not json", "[]", '{"rows": []}', '{"best": [{"pass": "input"}]}',
+                                  '{"best": [3]}'])  # fmt: skip
+def test_a_file_that_is_not_a_sweeps_output_is_refused_naming_it_and_adds_nothing(
+        text, tmp_path, monkeypatch):  # fmt: skip
+    monkeypatch.setattr(triton_conv, "TUNED", {})
+    path = tmp_path / "garbage.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match="garbage.json"):
+        triton_conv.load_tuned(path)
+    assert triton_conv.TUNED == {}
