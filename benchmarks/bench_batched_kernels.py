@@ -294,11 +294,16 @@ def main(argv=None) -> None:
                    "--json)")  # fmt: skip
     a = p.parse_args(argv)
     torch.set_num_threads(1)
+    cuda = torch.device(a.device).type == "cuda"
+    if cuda and not torch.cuda.is_available():
+        raise SystemExit(f"--device {a.device} needs a CUDA card; --device cpu is a smoke run")
     if a.triton_blocks:
         from triton_conv import load_tuned
 
-        print(f"Triton blocks: {load_tuned(a.triton_blocks)} passes tuned ({a.triton_blocks})")
-    cuda = torch.device(a.device).type == "cuda"
+        try:
+            print(f"Triton blocks: {load_tuned(a.triton_blocks)} passes tuned ({a.triton_blocks})")
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"--triton-blocks: {e}") from e
     dense = {}
     if cuda:
         dense = {"tf32": dense_rate(torch.float32, True), "bf16": dense_rate(torch.bfloat16, False)}

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 
-pytest.importorskip("triton")
+triton = pytest.importorskip("triton")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import bench_triton_blocks  # noqa: E402
 import triton_conv  # noqa: E402
 from bench_triton_blocks import NAMES, best, candidates, order, relative_error  # noqa: E402
 from test_triton_conv import interpreted  # noqa: E402
@@ -87,12 +88,55 @@ def test_best_is_the_fastest_right_setting_never_a_failed_wrong_or_garbage_one()
     assert best([_row(0.4, 3e-2)], 3e-2)["ms"] == 0.4  # the tolerance itself is right
 
 
-def test_relative_error_is_infinite_for_another_shape_or_a_zero_reference():
+def test_relative_error_is_infinite_for_another_shape_a_zero_reference_or_a_nan():
     a = torch.ones(2, 3)
     assert relative_error(a, a) == 0
     assert relative_error(a, torch.ones(3, 2)) == math.inf
     assert relative_error(a, torch.zeros(2, 3)) == math.inf
+    assert relative_error(torch.full((2, 3), math.nan), a) == math.inf
     assert relative_error(2 * a, a) == pytest.approx(1.0)
+
+
+def test_a_few_wrong_elements_that_the_norm_averages_away_are_still_wrong():
+    want = torch.randn(100_000, generator=torch.Generator().manual_seed(0))
+    got = want.clone()
+    got[:30] = 0  # 30 of 100,000 elements lost: the norm's relative error is about 1.7e-2
+    assert (got - want).norm() / want.norm() < 3e-2
+    assert relative_error(got, want) > 3e-2
+    assert best([dict(_row(0.1, relative_error(got, want)))], 3e-2) is None
+
+
+def test_the_weight_passes_blocks_are_never_wider_than_the_problem():
+    for ci, co, r, _, _ in triton_conv.LAYERS:
+        ktot = r * r * ci
+        for bm, bn, *_ in candidates("weight", ktot, co):
+            assert bm <= max(16, triton.next_power_of_2(ktot)), (ci, co, r, bm)
+            assert bn <= max(16, triton.next_power_of_2(co)), (ci, co, r, bn)
+
+
+def test_winners_are_timed_again_in_turn_and_their_medians_kept(monkeypatch):
+    calls, times = [], iter([5.0, 2.0, 1.0, 50.0, 2.2, 9.0, 5.2, 2.1, 1.1])
+    monkeypatch.setattr(
+        bench_triton_blocks, "bench", lambda fn: (calls.append(fn()), next(times))[1]
+    )
+    got = bench_triton_blocks.interleaved({"cudnn": lambda: "c", "first": lambda: "f",
+                                           "best": lambda: "b"})  # fmt: skip
+    assert calls == ["c", "f", "b"] * 3  # round-robin, not one function's timings in a row
+    assert got == {"cudnn": 5.2, "first": 2.1, "best": 1.1}  # one outlier each changes nothing
+
+
+def test_the_table_row_names_a_first_guess_that_failed_and_a_pass_with_nothing_right():
+    rows = [_row(None, None, "OutOfResources: out of shared memory"), _row(0.5, 1e-3)]
+    line, top = bench_triton_blocks.summary("Digit conv2", "weight", "bf16", rows,
+                                            dict(cudnn=1.0, best=0.5), 2e9, 3e-2)  # fmt: skip
+    assert top is rows[1]
+    assert (
+        "OutOfResources" in line
+        and "| 0.500 | (64, 64, 32, 4, 3) | 2.00x | no right first guess |" in line
+    )
+    line, top = bench_triton_blocks.summary("Digit conv2", "weight", "bf16", [_row(0.5, 0.9)],
+                                            dict(cudnn=1.0), 2e9, 3e-2)  # fmt: skip
+    assert top is None and "| wrong | none right |" in line and "0 / 1" in line
 
 
 def test_the_sweep_starts_with_digits_second_convolution_and_covers_every_layer():

@@ -8,12 +8,16 @@
 # the paper's convolutions at 20 clients in bf16, every candidate block size against
 # cuDNN's pass, the most arithmetic first); benchmarks/bench_batched_kernels.py, cuDNN's
 # grouped convolutions against the Triton ones with the sweep's blocks (20 and 80 clients,
-# bf16, the Triton step profiled). The stages that measured the other variants, runs alone
-# and an epoch's phases are in results/README.md with their commands.
+# bf16, the Triton step profiled). SECONDS: what the lease leaves this command, its start
+# counted (a cold start took about 35 s). The whole output is also $OUT/log.txt. If the last
+# stage is cut, it can run alone on the warm machine with the returned blocks.json carried.
+# The stages that measured the other variants, runs alone and an epoch's phases are in
+# results/README.md with their commands.
 set -u
 deadline=$1
 out=${OUT:?set OUT to the folder that comes back}
 t0=$(date +%s)
+exec > >(tee -a "$out/log.txt") 2>&1
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD HCCT_DATA_DIR=/tmp/hcct-data
 
 since() { echo $(($(date +%s) - t0)); }
@@ -35,9 +39,10 @@ nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 python3 tools/gpu_data.py --unpack .gpu/bench.tar.xz --to "$HCCT_DATA_DIR" || exit 1
 stage 120 tests python3 -m pytest -q -p no:cacheprovider tests/test_batched.py \
   tests/test_triton_conv.py -k gpu
-# the sweep starts no pass after --seconds: the last one started needs up to about 40 s more
-stage 270 blocks python3 benchmarks/bench_triton_blocks.py --clients 20 \
-  --json "$out/blocks.json" --seconds 220
+# 284 settings at about 1 s each (mostly compiling); the sweep starts no pass after
+# --seconds, and the last one started needs up to about 40 s more
+stage 330 blocks python3 benchmarks/bench_triton_blocks.py --clients 20 \
+  --json "$out/blocks.json" --seconds 285
 blocks=()
 [ -s "$out/blocks.json" ] && blocks=(--triton-blocks "$out/blocks.json")
 stage 200 "tuned step" python3 benchmarks/bench_batched_kernels.py --clients 20 80 \
