@@ -1,6 +1,6 @@
 """Which block sizes make each pass of the Triton convolution fastest, against cuDNN's pass.
 
-    python benchmarks/bench_triton_blocks.py --clients 20 --json blocks.json --seconds 230
+    python benchmarks/bench_triton_blocks.py --clients 20 --json blocks.json --precompile 14
 
 For each of the paper's seven convolutions (``triton_conv.LAYERS``; the layers with the most
 arithmetic in the GPU paper first) and each pass (the output, the input's gradient, the
@@ -21,14 +21,18 @@ the best right setting's and its blocks (BM, BN, BK, warps, stages), what it buy
 both, and how many settings were right. ``--json`` (rewritten whole after each pass, so a
 run stopped at its limit keeps what it measured) holds every setting's time and a ``best``
 list that ``triton_conv.load_tuned`` reads (``bench_batched_kernels.py --triton-blocks``).
-The blocks are chosen at one client count and used at any. Needs a CUDA card.
+The blocks are chosen at one client count and used at any. ``--precompile N`` first runs
+every setting once in N processes, so that the sweep loads compiled kernels from Triton's
+cache rather than compiling 284 one after another. Needs a CUDA card.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
+import multiprocessing
 import os
 import statistics
 import time
@@ -38,6 +42,7 @@ import triton
 from torch.nn import functional as F
 from triton_conv import (
     LAYERS,
+    PASSES,
     first_guess,
     flipped,
     gemm_weight,
@@ -70,6 +75,15 @@ def candidates(kind: str, ktot: int, co: int) -> list[tuple[int, int, int, int, 
         grid = [(bm, first[1], bk, warps, stages) for bm in (64, 128, 256) for bk in (32, 64)
                 for warps, stages in ((4, 3), (8, 3), (8, 4))]  # fmt: skip
     return [first] + [c for c in grid if c != first]
+
+
+def layer_candidates(layer) -> list[tuple[str, list[tuple[int, int, int, int, int]]]]:
+    """The passes the sweep times for ``layer`` and each one's candidate blocks; a first
+    layer's input gradient is left out, as the trainer never computes it."""
+    ci, co, r = layer[:3]
+    kinds = ("forward", "weight") if ci == 3 else PASSES
+    return [(kind, candidates(kind, *((r * r * co, ci) if kind == "input" else (r * r * ci, co))))
+            for kind in kinds]  # fmt: skip
 
 
 def operands(layer, g: int, b: int, dtype, device, seed: int = 0) -> dict:
@@ -157,13 +171,47 @@ def interleaved(fns: dict, rounds: int = 3) -> dict:
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def sweep_pass(kind: str, layer, o: dict, tolerance: float) -> tuple[list[dict], dict]:
-    """One row per candidate block size of pass ``kind``; then cuDNN, the first guess and the
-    best right setting timed again, interleaved (keys cudnn, first, best, where each ran)."""
-    ci, co, r = layer[:3]
-    ktot, n = (r * r * co, ci) if kind == "input" else (r * r * ci, co)
+@functools.lru_cache(maxsize=8)
+def _worker_operands(layer, arith: str, clients: int, batch: int) -> dict:
+    dtype = torch.bfloat16 if arith == "bf16" else torch.float32
+    return operands(layer, clients, batch, dtype, "cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _warm(task) -> str | None:
+    """Run one setting once, so that Triton compiles it into its cache; its error, or None."""
+    layer, kind, blocks, arith, clients, batch = task
+    try:
+        triton_pass(kind, _worker_operands(tuple(layer), arith, clients, batch), tuple(blocks))
+    except Exception as e:  # noqa: BLE001 - the sweep meets it again and records it per setting
+        return f"{type(e).__name__}: {str(e)[:200]}"
+    return None
+
+
+def sweep_tasks(arithmetics, clients: int, batch: int = BATCH) -> list[tuple]:
+    """Every (layer, pass, blocks, arithmetic, clients, batch) the sweep times, in its order."""
+    return [(LAYERS[i], kind, blocks, arith, clients, batch) for arith in arithmetics
+            for i in order() for kind, settings in layer_candidates(LAYERS[i])
+            for blocks in settings]  # fmt: skip
+
+
+def precompile(tasks, workers: int, timeout: float = 150.0) -> list[str | None]:
+    """Each task run once in a pool of ``workers`` fresh processes, one error (or None) each.
+
+    Compiling is most of a setting's time in the sweep, one after another; run in parallel
+    first, the kernels land in Triton's on-disk cache, from which the sweep's own process
+    loads them (the same source, shapes and options give the same cache key). Past
+    ``timeout`` seconds (a pool whose workers die at start waits forever) it raises
+    ``multiprocessing.TimeoutError`` and the pool is ended.
+    """
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        return pool.map_async(_warm, tasks, chunksize=1).get(timeout)
+
+
+def sweep_pass(kind: str, settings, o: dict, tolerance: float) -> tuple[list[dict], dict]:
+    """One row per block size in ``settings`` for pass ``kind``; then cuDNN, the first (the
+    first guess) and the best right one timed again, interleaved (keys cudnn, first, best)."""
     want, rows = reference_pass(kind, o), []
-    for blocks in candidates(kind, ktot, n):
+    for blocks in settings:
         row = dict(blocks=list(blocks), ms=None, diff=None, error=None)
         try:
             row["diff"] = relative_error(triton_pass(kind, o, blocks), want)
@@ -198,6 +246,22 @@ def order() -> list[int]:
     return sorted(range(len(LAYERS)), key=lambda i: -macs[i] * STEPS[i])
 
 
+def warm(tasks, workers: int) -> None:
+    """:func:`precompile`, saying what it did; if the pool itself fails, the sweep compiles
+    as it goes, as without it (nothing it measures depends on the pool)."""
+    start = time.perf_counter()
+    try:
+        errors = precompile(tasks, workers)
+    except Exception as e:  # noqa: BLE001 - printed; the sweep then compiles each setting itself
+        print(f"precompiling failed ({type(e).__name__}: {e}); the sweep compiles as it goes")
+        return
+    failed = sum(e is not None for e in errors)
+    print(
+        f"precompiled {len(tasks)} settings in {time.perf_counter() - start:.0f} s in {workers} "
+        f"processes; {failed} failed (each one is tried and recorded again in the sweep)"
+    )
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--clients", type=int, default=20, help="k clients per convolution")
@@ -205,12 +269,22 @@ def main(argv=None) -> None:
     p.add_argument("--seconds", type=float, default=math.inf, help="start no pass after this")
     p.add_argument("--tolerance", type=float, help="default: 3e-2 bf16, 5e-3 tf32")
     p.add_argument("--json", help="write every setting's time and the best here")
+    p.add_argument(
+        "--precompile",
+        type=int,
+        default=0,
+        metavar="PROCESSES",
+        help="compile every setting first in this many processes (0: as it goes)",
+    )
     a = p.parse_args(argv)
     if not torch.cuda.is_available():
         raise SystemExit("bench_triton_blocks.py needs a CUDA card: Triton compiles for one")
-    if a.clients < 1:
-        raise SystemExit(f"--clients must be at least 1, not {a.clients}")
+    if a.clients < 1 or a.precompile < 0:
+        raise SystemExit(f"--clients must be >= 1 and --precompile >= 0, not {a.clients} and "
+                         f"{a.precompile}")  # fmt: skip
     t0, out = time.perf_counter(), dict(clients=a.clients, batch=BATCH, rows=[], best=[])
+    if a.precompile:
+        warm(sweep_tasks(a.arithmetic, a.clients), a.precompile)
     print(
         "| layer | pass | arithmetic | cuDNN ms | first guess ms | best ms | best blocks "
         "| vs cuDNN | vs first guess | TFLOP/s | right / tried |\n" + "|---" * 11 + "|"
@@ -222,11 +296,11 @@ def main(argv=None) -> None:
             ci, co, r, pad, side = layer = LAYERS[i]
             o = operands(layer, a.clients, BATCH, dtype, "cuda")
             flop = 2 * BATCH * (side + 2 * pad - r + 1) ** 2 * ci * co * r * r * a.clients
-            for kind in ("forward", "input", "weight") if ci != 3 else ("forward", "weight"):
+            for kind, settings in layer_candidates(layer):
                 if time.perf_counter() - t0 > a.seconds:
                     print(f"not swept: {NAMES[i]} {kind} {arith} (--seconds {a.seconds:g} spent)")
                     continue
-                rows, timed = sweep_pass(kind, layer, o, tol)
+                rows, timed = sweep_pass(kind, settings, o, tol)
                 line, top = summary(NAMES[i], kind, arith, rows, timed, flop, tol)
                 print(line, flush=True)
                 key = dict(layer=NAMES[i], ci=ci, co=co, r=r, arithmetic=arith, **{"pass": kind})

@@ -189,3 +189,42 @@ def test_a_file_that_is_not_a_sweeps_output_is_refused_naming_it_and_adds_nothin
     with pytest.raises(ValueError, match="garbage.json"):
         triton_conv.load_tuned(path)
     assert triton_conv.TUNED == {}
+
+
+_POOL = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from bench_triton_blocks import precompile
+print(json.dumps(precompile([tuple(t) for t in json.loads(sys.argv[2])], 2)))
+"""
+
+
+def test_the_precompile_pool_runs_every_setting_once_and_returns_each_failure():
+    layer, ok = (4, 16, 3, 1, 5), [64, 16, 32, 4, 3]
+    tasks = [[layer, kind, ok, "tf32", 2, 2] for kind in triton_conv.PASSES]
+    tasks.append([layer, "forward", [48, 16, 32, 4, 3], "tf32", 2, 2])  # BM not a power of two
+    errors = interpreted(_POOL, tasks)
+    assert errors[:3] == [None, None, None]
+    assert isinstance(errors[3], str) and "power of 2" in errors[3]
+
+
+def test_the_sweep_precompiles_exactly_what_it_times_in_its_order():
+    tasks = bench_triton_blocks.sweep_tasks(["bf16"], 20)
+    assert len(tasks) == 284  # the count the lease's time budget is planned on
+    assert tasks[0] == (triton_conv.LAYERS[1], "forward", triton_conv.first_guess(
+        "forward", 1600, 64), "bf16", 20, 64)  # Digit conv2's first guess first  # fmt: skip
+    layers = triton_conv.LAYERS
+    swept = [(layers[i], kind, blocks) for i in order()
+             for kind, settings in bench_triton_blocks.layer_candidates(layers[i])
+             for blocks in settings]  # fmt: skip
+    assert [t[:3] for t in tasks] == swept
+    both = bench_triton_blocks.sweep_tasks(["bf16", "tf32"], 20)
+    assert [t[3] for t in both] == ["bf16"] * 284 + ["tf32"] * 284
+    assert not any(kind == "input" and layer[0] == 3 for layer, kind, *_ in tasks)
+
+
+def test_a_pool_that_outlives_its_time_is_ended_with_an_error_not_awaited():
+    script = _POOL.replace("2)))", "2, timeout=0.01)))")
+    tasks = [[(4, 16, 3, 1, 5), "forward", [64, 16, 32, 4, 3], "tf32", 2, 2]] * 4
+    with pytest.raises(AssertionError, match="TimeoutError"):
+        interpreted(script, tasks)

@@ -39,9 +39,10 @@ nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 python3 tools/gpu_data.py --unpack .gpu/bench.tar.xz --to "$HCCT_DATA_DIR" || exit 1
 stage 120 tests python3 -m pytest -q -p no:cacheprovider tests/test_batched.py \
   tests/test_triton_conv.py -k gpu
-# 284 settings at about 1 s each (mostly compiling); the sweep starts no pass after
-# --seconds, and the last one started needs up to about 40 s more
-stage 330 blocks python3 benchmarks/bench_triton_blocks.py --clients 20 \
+# 284 settings, about 1 s each when compiled one after another: compiled first in 14
+# processes (at most 150 s, then as it goes); the sweep starts no pass after --seconds, and
+# the last one started needs up to about 40 s more
+stage 330 blocks python3 benchmarks/bench_triton_blocks.py --clients 20 --precompile 14 \
   --json "$out/blocks.json" --seconds 285
 blocks=()
 [ -s "$out/blocks.json" ] && blocks=(--triton-blocks "$out/blocks.json")
