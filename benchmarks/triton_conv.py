@@ -149,10 +149,8 @@ def load_tuned(path) -> int:
     return len(rows)
 
 
-def blocks_for(kind: str, layer: tuple[int, int, int], dtype, ktot: int, co: int, blocks=None):
-    """Pass ``kind``'s blocks for ``layer`` (in, out channels, kernel): given, tuned or guessed."""
-    if blocks is not None:
-        return check_blocks(blocks)
+def blocks_for(kind: str, layer: tuple[int, int, int], dtype, ktot: int, co: int):
+    """Pass ``kind``'s blocks for ``layer`` (in, out channels, kernel): tuned, else guessed."""
     key = (kind, *layer, "tf32" if dtype == torch.float32 else "bf16")
     return TUNED.get(key) or first_guess(kind, ktot, co)
 

@@ -169,8 +169,6 @@ def test_tuned_blocks_are_loaded_validated_and_taken_before_the_first_guess(tmp_
     guess = triton_conv.first_guess("weight", 1600, 64)
     assert pick("weight", (64, 64, 5), torch.float32, 1600, 64) == guess  # tuned for bf16 only
     assert pick("forward", (64, 64, 5), torch.bfloat16, 1600, 64) != (128, 64, 64, 8, 3)
-    assert pick("weight", (64, 64, 5), torch.bfloat16, 1600, 64, (32, 32, 16, 2, 2)) == (
-        32, 32, 16, 2, 2)  # given blocks come first  # fmt: skip
     for row, message in [(dict(good["best"][0], blocks=[100, 64, 64, 8, 3]), "power of two"),
                          (dict(good["best"][0], **{"pass": "backward"}), "names no pass"),
                          (dict(good["best"][0], arithmetic="fp16"), "names no pass")]:  # fmt: skip
@@ -228,3 +226,32 @@ def test_a_pool_that_outlives_its_time_is_ended_with_an_error_not_awaited():
     tasks = [[(4, 16, 3, 1, 5), "forward", [64, 16, 32, 4, 3], "tf32", 2, 2]] * 4
     with pytest.raises(AssertionError, match="TimeoutError"):
         interpreted(script, tasks)
+
+
+_TUNED_REACH = """
+import json, sys, torch
+sys.path.insert(0, sys.argv[1])
+import triton_conv as tc
+seen = []
+for name in ("implicit_gemm", "weight_gemm"):
+    def record(*args, _real=getattr(tc, name), **kw):
+        seen.append(list(args[-1]))
+        return _real(*args, **kw)
+    setattr(tc, name, record)
+ci, co, r, g = 4, 16, 3, 2
+tc.TUNED.update({("forward", ci, co, r, "tf32"): (64, 16, 16, 1, 1),
+                 ("input", ci, co, r, "tf32"): (32, 16, 16, 2, 1),
+                 ("weight", 8, 8, 3, "tf32"): (16, 16, 16, 4, 1)})  # another layer's
+x = torch.randn(2, g * ci, 5, 5, requires_grad=True)
+w = torch.randn(g * co, ci, r, r, requires_grad=True)
+y = tc.grouped_conv2d(x, w, None, g, 1)
+y.sum().backward()
+print(json.dumps([seen, list(tc.first_guess("weight", r * r * ci, co))]))
+"""
+
+
+def test_the_convolution_takes_each_pass_tuned_blocks_for_its_own_layer_alone():
+    (forward, inp, weight), guess = interpreted(_TUNED_REACH, None)
+    assert forward == [64, 16, 16, 1, 1]
+    assert inp == [32, 16, 16, 2, 1]  # keyed by the layer's (in, out), not the GEMM's swapped ones
+    assert weight == guess  # tuned only for another layer: the first guess
