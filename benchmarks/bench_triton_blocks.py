@@ -38,13 +38,14 @@ import statistics
 import time
 
 import torch
-import triton
 from torch.nn import functional as F
 from triton_conv import (
     LAYERS,
     PASSES,
+    block_size,
     first_guess,
     flipped,
+    gemm_shape,
     gemm_weight,
     implicit_gemm,
     torch_weight,
@@ -55,11 +56,7 @@ NAMES = ["Digit conv1", "Digit conv2", "Digit conv3",
          "CIFAR-10 conv1", "CIFAR-10 conv2", "CIFAR-10 conv3", "CIFAR-10 conv4"]  # fmt: skip
 STEPS = [1.04] * 3 + [0.43] * 4  # millions of local steps of each network in the GPU paper
 BATCH = 64  # images per client, as the paper trains
-
-
-def _fits(n: int) -> int:
-    """The smallest block of 16 to 128 rows or columns that holds ``n``."""
-    return max(16, min(128, triton.next_power_of_2(n)))
+DTYPES = {"bf16": torch.bfloat16, "tf32": torch.float32}  # --arithmetic -> the operands' type
 
 
 def candidates(kind: str, ktot: int, co: int) -> list[tuple[int, int, int, int, int]]:
@@ -67,8 +64,8 @@ def candidates(kind: str, ktot: int, co: int) -> list[tuple[int, int, int, int, 
     first = first_guess(kind, ktot, co)
     if kind == "weight":
         # doubled, but no wider than the problem: a half-empty tile cannot be faster
-        bms = sorted({first[0], min(2 * first[0], _fits(ktot))})
-        bns = sorted({first[1], min(2 * first[1], _fits(co))})
+        bms = sorted({first[0], min(2 * first[0], block_size(ktot))})
+        bns = sorted({first[1], min(2 * first[1], block_size(co))})
         grid = [(bm, bn, bk, warps, 3) for bm in bms for bn in bns for bk in (32, 64)
                 for warps in (4, 8)]  # fmt: skip
     else:
@@ -80,16 +77,26 @@ def candidates(kind: str, ktot: int, co: int) -> list[tuple[int, int, int, int, 
 def layer_candidates(layer) -> list[tuple[str, list[tuple[int, int, int, int, int]]]]:
     """The passes the sweep times for ``layer`` and each one's candidate blocks; a first
     layer's input gradient is left out, as the trainer never computes it."""
+    kinds = ("forward", "weight") if layer[0] == 3 else PASSES
+    return [(kind, candidates(kind, *gemm_shape(kind, layer))) for kind in kinds]
+
+
+def out_side(layer) -> int:
+    """The side of ``layer``'s (in, out channels, kernel, padding, side) output images."""
+    _, _, r, pad, side = layer
+    return side + 2 * pad - r + 1
+
+
+def macs(layer) -> int:
+    """``layer``'s multiply-adds per image and client, in one pass."""
     ci, co, r = layer[:3]
-    kinds = ("forward", "weight") if ci == 3 else PASSES
-    return [(kind, candidates(kind, *((r * r * co, ci) if kind == "input" else (r * r * ci, co))))
-            for kind in kinds]  # fmt: skip
+    return ci * co * r * r * out_side(layer) ** 2
 
 
 def operands(layer, g: int, b: int, dtype, device, seed: int = 0) -> dict:
     """Seeded images, weight, bias and output gradient of ``layer`` for ``g`` clients."""
     ci, co, r, pad, side = layer
-    ho = side + 2 * pad - r + 1
+    ho = out_side(layer)
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(b, g * ci, side, side, generator=gen)
     w = torch.randn(g * co, ci, r, r, generator=gen) / (ci * r * r) ** 0.5
@@ -173,8 +180,8 @@ def interleaved(fns: dict, rounds: int = 3) -> dict:
 
 @functools.lru_cache(maxsize=8)
 def _worker_operands(layer, arith: str, clients: int, batch: int) -> dict:
-    dtype = torch.bfloat16 if arith == "bf16" else torch.float32
-    return operands(layer, clients, batch, dtype, "cuda" if torch.cuda.is_available() else "cpu")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    return operands(layer, clients, batch, DTYPES[arith], device)
 
 
 def _warm(task) -> str | None:
@@ -242,8 +249,7 @@ def summary(name: str, kind: str, arith: str, rows: list[dict], timed: dict, flo
 
 def order() -> list[int]:
     """The layers, most arithmetic in the GPU paper first."""
-    macs = [ci * co * r * r * (s + 2 * p - r + 1) ** 2 for ci, co, r, p, s in LAYERS]
-    return sorted(range(len(LAYERS)), key=lambda i: -macs[i] * STEPS[i])
+    return sorted(range(len(LAYERS)), key=lambda i: -macs(LAYERS[i]) * STEPS[i])
 
 
 def warm(tasks, workers: int) -> None:
@@ -265,7 +271,7 @@ def warm(tasks, workers: int) -> None:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--clients", type=int, default=20, help="k clients per convolution")
-    p.add_argument("--arithmetic", nargs="+", default=["bf16"], choices=["bf16", "tf32"])
+    p.add_argument("--arithmetic", nargs="+", default=["bf16"], choices=DTYPES)
     p.add_argument("--seconds", type=float, default=math.inf, help="start no pass after this")
     p.add_argument("--tolerance", type=float, help="default: 3e-2 bf16, 5e-3 tf32")
     p.add_argument("--json", help="write every setting's time and the best here")
@@ -291,11 +297,11 @@ def main(argv=None) -> None:
     )
     for arith in a.arithmetic:
         tol = a.tolerance or (3e-2 if arith == "bf16" else 5e-3)
-        dtype = torch.bfloat16 if arith == "bf16" else torch.float32
         for i in order():
-            ci, co, r, pad, side = layer = LAYERS[i]
-            o = operands(layer, a.clients, BATCH, dtype, "cuda")
-            flop = 2 * BATCH * (side + 2 * pad - r + 1) ** 2 * ci * co * r * r * a.clients
+            layer = LAYERS[i]
+            ci, co, r = layer[:3]
+            o = operands(layer, a.clients, BATCH, DTYPES[arith], "cuda")
+            flop = 2 * BATCH * a.clients * macs(layer)
             for kind, settings in layer_candidates(layer):
                 if time.perf_counter() - t0 > a.seconds:
                     print(f"not swept: {NAMES[i]} {kind} {arith} (--seconds {a.seconds:g} spent)")

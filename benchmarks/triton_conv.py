@@ -91,7 +91,8 @@ def _conv_wgrad(x_ptr, dy_ptr, dw_ptr, M, H, W, HO, WO, CIN_ALL, COUT_ALL, CI, C
     tl.store(out, acc, mask=k_ok[:, None] & n_ok[None, :])
 
 
-def _block(n: int, low: int = 16, high: int = 128) -> int:
+def block_size(n: int, low: int = 16, high: int = 128) -> int:
+    """The smallest power of two from ``low`` to ``high`` that holds ``n`` rows or columns."""
     return max(low, min(high, triton.next_power_of_2(n)))
 
 
@@ -109,8 +110,8 @@ TUNED: dict[tuple[str, int, int, int, str], tuple[int, int, int, int, int]] = {}
 def first_guess(kind: str, ktot: int, co: int) -> tuple[int, int, int, int, int]:
     """The untuned blocks of a pass whose GEMM reduces ``ktot`` into ``co`` columns."""
     if kind == "weight":
-        return _block(ktot, high=64), _block(co, high=64), 32, 4, 3
-    return 128, _block(co), 32, 8, 3  # 8 warps: with 4, BM = 128 spills registers
+        return block_size(ktot, high=64), block_size(co, high=64), 32, 4, 3
+    return 128, block_size(co), 32, 8, 3  # 8 warps: with 4, BM = 128 spills registers
 
 
 def check_blocks(blocks) -> tuple[int, int, int, int, int]:
@@ -149,10 +150,17 @@ def load_tuned(path) -> int:
     return len(rows)
 
 
-def blocks_for(kind: str, layer: tuple[int, int, int], dtype, ktot: int, co: int):
+def gemm_shape(kind: str, layer) -> tuple[int, int]:
+    """What pass ``kind``'s GEMM of ``layer`` (in, out channels, kernel, ...) reduces over
+    and into: R*R*CI into CO, but R*R*CO into CI for the input's gradient."""
+    ci, co, r = layer[:3]
+    return (r * r * co, ci) if kind == "input" else (r * r * ci, co)
+
+
+def blocks_for(kind: str, layer: tuple[int, int, int], dtype):
     """Pass ``kind``'s blocks for ``layer`` (in, out channels, kernel): tuned, else guessed."""
     key = (kind, *layer, "tf32" if dtype == torch.float32 else "bf16")
-    return TUNED.get(key) or first_guess(kind, ktot, co)
+    return TUNED.get(key) or first_guess(kind, *gemm_shape(kind, layer))
 
 
 def implicit_gemm(x, w, bias, r: int, pad: int, blocks) -> torch.Tensor:
@@ -223,7 +231,7 @@ class _GroupedConv(torch.autograd.Function):
         ctx.groups, ctx.pad, ctx.r = groups, pad, r
         ctx.wdtype = weight.dtype
         ctx.bdtype = None if bias is None else bias.dtype
-        blocks = blocks_for("forward", (ci, w.shape[2], r), xn.dtype, w.shape[1], w.shape[2])
+        blocks = blocks_for("forward", (ci, w.shape[2], r), xn.dtype)
         return implicit_gemm(xn, w, bias, r, pad, blocks).permute(0, 3, 1, 2)  # NHWC in memory
 
     @staticmethod
@@ -234,11 +242,11 @@ class _GroupedConv(torch.autograd.Function):
         ci, co = w.shape[1] // (r * r), w.shape[2]
         dx = dw = db = None
         if ctx.needs_input_grad[0]:  # the input's gradient: dy convolved with the flipped weight
-            blocks = blocks_for("input", (ci, co, r), xn.dtype, r * r * co, ci)
+            blocks = blocks_for("input", (ci, co, r), xn.dtype)
             dx = implicit_gemm(dyn, flipped(w, r).contiguous(), None, r, r - 1 - pad, blocks)
             dx = dx.permute(0, 3, 1, 2)
         if ctx.needs_input_grad[1]:
-            blocks = blocks_for("weight", (ci, co, r), xn.dtype, r * r * ci, co)
+            blocks = blocks_for("weight", (ci, co, r), xn.dtype)
             dw = torch_weight(weight_gemm(xn, dyn, g, r, pad, blocks), r).to(ctx.wdtype)
         if ctx.bdtype is not None and ctx.needs_input_grad[2]:
             db = dyn.sum((0, 1, 2), dtype=torch.float32).to(ctx.bdtype)

@@ -165,10 +165,10 @@ def test_tuned_blocks_are_loaded_validated_and_taken_before_the_first_guess(tmp_
     path.write_text(json.dumps(good))
     assert triton_conv.load_tuned(path) == 1
     pick = triton_conv.blocks_for
-    assert pick("weight", (64, 64, 5), torch.bfloat16, 1600, 64) == (128, 64, 64, 8, 3)
+    assert pick("weight", (64, 64, 5), torch.bfloat16) == (128, 64, 64, 8, 3)
     guess = triton_conv.first_guess("weight", 1600, 64)
-    assert pick("weight", (64, 64, 5), torch.float32, 1600, 64) == guess  # tuned for bf16 only
-    assert pick("forward", (64, 64, 5), torch.bfloat16, 1600, 64) != (128, 64, 64, 8, 3)
+    assert pick("weight", (64, 64, 5), torch.float32) == guess  # tuned for bf16 only
+    assert pick("forward", (64, 64, 5), torch.bfloat16) != (128, 64, 64, 8, 3)
     for row, message in [(dict(good["best"][0], blocks=[100, 64, 64, 8, 3]), "power of two"),
                          (dict(good["best"][0], **{"pass": "backward"}), "names no pass"),
                          (dict(good["best"][0], arithmetic="fp16"), "names no pass")]:  # fmt: skip
