@@ -140,8 +140,10 @@ def load_tuned(path) -> int:
     except (json.JSONDecodeError, KeyError, TypeError) as e:
         raise ValueError(f"{path} is not a sweep's --json ({type(e).__name__}: {e})") from e
     for key, blocks in rows.items():
-        if key[0] not in PASSES or key[4] not in ("tf32", "bf16"):
-            raise ValueError(f"{path}: a best row for {key} names no pass or arithmetic")
+        # a layer keyed by "64" or 64.5 would be counted as tuned and never looked up
+        layer_ok = all(type(v) is int and v >= 1 for v in key[1:4])
+        if key[0] not in PASSES or not layer_ok or key[4] not in ("tf32", "bf16"):
+            raise ValueError(f"{path}: a best row for {key} names no pass, layer or arithmetic")
         try:
             rows[key] = check_blocks(blocks)
         except ValueError as e:

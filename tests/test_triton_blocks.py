@@ -171,10 +171,15 @@ def test_tuned_blocks_are_loaded_validated_and_taken_before_the_first_guess(tmp_
     assert pick("forward", (64, 64, 5), torch.bfloat16) != (128, 64, 64, 8, 3)
     for row, message in [(dict(good["best"][0], blocks=[100, 64, 64, 8, 3]), "power of two"),
                          (dict(good["best"][0], **{"pass": "backward"}), "names no pass"),
-                         (dict(good["best"][0], arithmetic="fp16"), "names no pass")]:  # fmt: skip
+                         (dict(good["best"][0], arithmetic="fp16"), "names no pass"),
+                         (dict(good["best"][0], ci="64"), "names no pass, layer"),
+                         (dict(good["best"][0], co=64.5), "names no pass, layer"),
+                         (dict(good["best"][0], co=True), "names no pass, layer"),
+                         (dict(good["best"][0], r=0), "names no pass, layer")]:  # fmt: skip
         path.write_text(json.dumps(dict(best=[row])))
         with pytest.raises(ValueError, match=message):
             triton_conv.load_tuned(path)
+    assert triton_conv.TUNED == {("weight", 64, 64, 5, "bf16"): (128, 64, 64, 8, 3)}
 
 
 @pytest.mark.parametrize("text", ["not json", "[]", '{"rows": []}', '{"best": [{"pass": "input"}]}',
