@@ -27,14 +27,13 @@ _EVERY_SETTING = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from bench_triton_blocks import candidates, operands, reference_pass, relative_error, triton_pass
+from triton_conv import PASSES, gemm_shape
 out = []
 for layer in json.loads(sys.argv[2]):
-    ci, co, r = layer[:3]
     o = operands(layer, 2, 2, __import__("torch").float32, "cpu", seed=len(out))
-    for kind in ("forward", "input", "weight"):
-        ktot, n = (r * r * co, ci) if kind == "input" else (r * r * ci, co)
+    for kind in PASSES:  # all three, a first layer's input gradient included
         want, seen = reference_pass(kind, o), set()
-        for blocks in candidates(kind, ktot, n):
+        for blocks in candidates(kind, *gemm_shape(kind, layer)):
             if blocks[:3] in seen:  # the interpreter ignores warps and stages
                 continue
             seen.add(blocks[:3])
