@@ -114,13 +114,18 @@ def first_guess(kind: str, ktot: int, co: int) -> tuple[int, int, int, int, int]
     return 128, block_size(co), 32, 8, 3  # 8 warps: with 4, BM = 128 spills registers
 
 
+def _int_at_least(v, low: int) -> bool:
+    """``v`` is an int, not a bool (JSON's true is one), and ``v >= low``."""
+    return isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
 def check_blocks(blocks) -> tuple[int, int, int, int, int]:
     """``blocks`` as (BM, BN, BK, warps, stages), or a ValueError saying which is off."""
     if not isinstance(blocks, (tuple, list)) or len(blocks) != 5:
         raise ValueError(f"blocks must be (BM, BN, BK, warps, stages), not {blocks!r}")
     names = ("BM", "BN", "BK", "warps", "stages")
     for name, v, low in zip(names, blocks, (16, 16, 16, 1, 1), strict=True):
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+        if not _int_at_least(v, low):
             raise ValueError(f"blocks {name} must be an int >= {low}, not {v!r}")
         if name != "stages" and v & (v - 1):
             raise ValueError(f"blocks {name} must be a power of two, not {v}")
@@ -141,7 +146,7 @@ def load_tuned(path) -> int:
         raise ValueError(f"{path} is not a sweep's --json ({type(e).__name__}: {e})") from e
     for key, blocks in rows.items():
         # a layer keyed by "64" or 64.5 would be counted as tuned and never looked up
-        layer_ok = all(type(v) is int and v >= 1 for v in key[1:4])
+        layer_ok = all(_int_at_least(v, 1) for v in key[1:4])
         if key[0] not in PASSES or not layer_ok or key[4] not in ("tf32", "bf16"):
             raise ValueError(f"{path}: a best row for {key} names no pass, layer or arithmetic")
         try:
