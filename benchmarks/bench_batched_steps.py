@@ -34,7 +34,7 @@ from hcct_lite.training.models import MODEL_INPUT, build_model
 from hcct_lite.training.tasks import build_clients
 
 MODES = ("eager", "batched-default", "batched-tf32", "batched-bf16")
-TASKS = ("digit:20", "cifar10:10")  # tools/gpu_data.py --benchmarks packs their images
+TASKS = ("digit:20", "cifar10:10")
 
 
 def task_config(spec: str, device: str = "cuda", **overrides):

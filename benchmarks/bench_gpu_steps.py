@@ -11,8 +11,7 @@ epoch of one run (the median over processes of the mean over epochs 2 onwards: t
 holds cuDNN's warm-up and the graphs' recording), client-epochs per second of the card
 (every process's clients over its seconds per epoch, summed) and the peak GPU memory of one
 process, with each run's final mean test error in seed order (two modes compare run by
-run). Run it under CUDA MPS to measure what a grid's workers get (tools/gpu_session.sh
-starts it). Nothing is written.
+run). Run it under CUDA MPS to measure what a grid's workers get. Nothing is written.
 """
 
 from __future__ import annotations

@@ -69,19 +69,6 @@ def _verify(args) -> int:
     return 0 if all(r["reproduces"] is not False for r in reports) else 1
 
 
-def _migrate(args) -> int:
-    import os
-
-    from ..runs.store import migrate_folder
-
-    if not os.path.isdir(args.out):
-        raise ValueError(f"--out {args.out}: not a folder of results")
-    counts = migrate_folder(args.out, dry_run=args.dry_run)
-    print(", ".join(f"{n} {what}" for what, n in counts.items())
-          + (" (dry run: nothing written)" if args.dry_run else ""))  # fmt: skip
-    return 1 if counts["not migrated"] else 0
-
-
 def _canaries(args) -> int:
     from ..reproduction.paper_grids import grids_using
     from ..runs import canary
@@ -272,5 +259,4 @@ COMMANDS = {
     "reproduce": _reproduce,
     "verify": _verify,
     "canaries": _canaries,
-    "migrate-results": _migrate,
 }

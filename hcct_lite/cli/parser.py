@@ -231,13 +231,6 @@ def _add_paper_commands(sub) -> None:
         help="rerun with these CPU kernels (default: each result's recorded ones)",
     )
     ver.add_argument("--json", help="write the comparisons here")
-    mig = sub.add_parser(
-        "migrate-results",
-        help="write into older result files the settings their code ran with and their compute "
-        "version (nothing else changes; each file named)",
-    )
-    mig.add_argument("--out", default="results", help="results folder (default results/)")
-    mig.add_argument("--dry-run", action="store_true", help="say what would change; write nothing")
     can = sub.add_parser(
         "canaries",
         help="rerun the canary runs and compare them bit for bit with the stored ones; exit 0 "

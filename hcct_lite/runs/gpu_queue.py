@@ -1,7 +1,7 @@
 """Many runs sharing one GPU: one queue over every grid, longest first, admitted by memory.
 
-``reproduce --device cuda --workers W`` (with ``--deadline`` and ``--run-log`` on a lease of
-a few minutes, as ``tools/gpu_session.sh`` runs it) runs its jobs through :func:`run_queue`:
+``reproduce --device cuda --workers W`` (with ``--deadline`` and ``--run-log`` on a short
+lease) runs its jobs through :func:`run_queue`:
 the same job function and result files as every other runner
 (:func:`~hcct_lite.runs.jobs.run_job`, in spawned processes of one torch thread); only
 the order and the admission differ, so that the card neither runs out of memory nor sits
