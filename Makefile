@@ -1,5 +1,6 @@
 # The two commands a new user needs: `make demo` and `make test`.
-# Both create (or reuse) the virtual environment in .venv with the package and its dev extras.
+# Both create (or reuse) the virtual environment in .venv: `make demo` installs the package
+# alone (no extra), `make test` adds every extra and the test tools (the dev extra).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,19 +10,24 @@ ifneq ($(wildcard ../shared/data),)
 export HCCT_DATA_DIR ?= $(abspath ../shared/data)
 endif
 
-.PHONY: demo test lint bench venv clean figures notebooks lab reproduce report book classroom grade \
-	flower-next
+.PHONY: demo test test-fast lint bench venv core clean figures notebooks lab reproduce report book \
+	classroom grade flower-next
 
+core: $(VENV)/.core
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.core: pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "hcct-lite needs Python >= 3.11, found " + sys.version.split()[0]'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade --quiet pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.core
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $@
 
-demo: venv
+demo: core
 	MPLBACKEND=Agg $(BIN)/python -m hcct_lite.demo
 
 # Unit tests (the browser tests where Chromium is installed: -rs prints why not), every
