@@ -229,11 +229,13 @@ def test_the_aggregator_records_at_the_epoch_it_is_given_and_keeps_no_round():
     assert record["few_replies"] == [{"epoch": 2, "groups": [[7, 2]]},
                                      {"epoch": 5, "groups": [[7, 2]]}]  # fmt: skip
     assert record["disputes"] == [{"epoch": 5, "pairs": [{"kept": 7, "left_out": 2}]}]
-    # what it holds is its parameters and its record, nothing of a round
+    # what it holds is its parameters, its record and the named models' movements (the
+    # history rule's, which only combine_named writes), nothing of a round
     assert set(vars(agg)) == set(before) == {
         "kind", "clip_factor", "trim_fraction", "batch_size", "local_epochs", "few_replies",
-        "disputes", "history_left_out",
+        "disputes", "history_left_out", "_moved",
     }  # fmt: skip
+    assert agg._moved == {}
     with pytest.raises(TypeError, match="epoch"):
         agg.combine(apart, *pair, [7, 2])  # the epoch is the caller's to say
     assert Aggregator("mean").dispute_reference([{"w": torch.ones(1)}] * 3) is None
@@ -344,4 +346,4 @@ def test_a_scheme_remembers_how_each_model_moved_last_epoch_only():
     fedavg.aggregator = Aggregator("mean")
     fedavg.average(_states(honest), [START] * 3, [1] * 3, [10] * 3, range(3), epoch=0,
                    model="global")  # fmt: skip
-    assert not vars(fedavg).get("_moved")  # FedAvg remembers nothing
+    assert not vars(fedavg.aggregator)["_moved"]  # FedAvg remembers nothing

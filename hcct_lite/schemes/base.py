@@ -202,31 +202,20 @@ class Scheme:
 
     def average(self, states, starts, weights, sizes, members, *, epoch, reference=None,
                 model=None) -> dict:  # fmt: skip
-        """One model from members' trained ``states`` by the scheme's aggregator.
+        """One model from members' trained ``states``: FedAvg, or the run's aggregator.
 
         ``starts`` (n,) the models they trained from, ``weights`` (n,) aggregation
         weights, ``sizes`` (n,) their D_i, ``members`` their client ids; ``epoch`` and
-        ``reference`` (:meth:`dispute_reference`) the round being aggregated (see
-        :meth:`~hcct_lite.schemes.robust.Aggregator.combine`). ``model``: a hashable name
-        of the model they trained from (a cluster's, the global one, a group's), or None.
-        Under a robust rule the scheme remembers how each named model moved, and the
-        movement of the previous epoch is the aggregator's ``history`` for the same name.
+        ``reference`` (:meth:`dispute_reference`) the round being aggregated. ``model``: a
+        hashable name of the model they trained from (a cluster's, the global one, a
+        group's), or None; a robust aggregator remembers how each named model moved
+        (:meth:`~hcct_lite.schemes.robust.Aggregator.combine_named`).
         """
         if self.aggregator is None:
             return weighted_average(states, weights)
-        robust = self.aggregator.kind != "mean"
-        moved = vars(self).setdefault("_moved", {})  # name -> (epoch, movement)
-        for name in [k for k, (e, _) in moved.items() if e < epoch - 1]:
-            del moved[name]  # older than last epoch: no longer how the model moved
-        last = moved.get(model) if robust and model is not None else None
-        out = self.aggregator.combine(
-            states, starts, weights, sizes, list(members), epoch=epoch, reference=reference,
-            history=last[1] if last is not None and last[0] == epoch - 1 else None,
-        )  # fmt: skip
-        if robust and model is not None and all(s is starts[0] for s in starts):
-            moved[model] = (epoch, {k: out[k] - v for k, v in starts[0].items()
-                                    if v.is_floating_point()})  # fmt: skip
-        return out
+        return self.aggregator.combine_named(
+            states, starts, weights, sizes, members, epoch=epoch, reference=reference, model=model
+        )
 
     def dispute_reference(self, results: dict):
         """The round's reference for the aggregator, from its accepted ``results``, or None.

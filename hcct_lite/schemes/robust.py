@@ -156,11 +156,34 @@ class Aggregator:
         self.kind, self.clip_factor, self.trim_fraction = kind, clip_factor, trim_fraction
         self.batch_size, self.local_epochs = batch_size, local_epochs
         self.few_replies, self.disputes, self.history_left_out = {}, {}, {}
+        self._moved = {}  # model name -> (epoch, how it moved): the history rule's memory
 
     def __setattr__(self, name, value):
         if name in _PARAMETERS and name in self.__dict__:
             raise AttributeError(f"Aggregator.{name} is fixed when built: make another Aggregator")
         super().__setattr__(name, value)
+
+    def combine_named(self, states, starts, weights, sizes, members, *, epoch, reference=None,
+                      model=None) -> dict:  # fmt: skip
+        """:meth:`combine`, with the history of the model named ``model`` (hashable, or None).
+
+        Under a robust rule the aggregator remembers how each named model moved: the
+        movement of epoch ``epoch - 1`` is :meth:`combine`'s ``history`` for the same name.
+        A model trained from differing starts has no one movement and records none.
+        """
+        robust = self.kind != "mean"
+        moved = self._moved
+        for name in [k for k, (e, _) in moved.items() if e < epoch - 1]:
+            del moved[name]  # older than last epoch: no longer how the model moved
+        last = moved.get(model) if robust and model is not None else None
+        out = self.combine(
+            states, starts, weights, sizes, list(members), epoch=epoch, reference=reference,
+            history=last[1] if last is not None and last[0] == epoch - 1 else None,
+        )  # fmt: skip
+        if robust and model is not None and all(s is starts[0] for s in starts):
+            moved[model] = (epoch, {k: out[k] - v for k, v in starts[0].items()
+                                    if v.is_floating_point()})  # fmt: skip
+        return out
 
     def combine(self, states: list, starts: list, weights, sizes, members=(), *, epoch: int,
                 reference=None, history=None) -> dict:  # fmt: skip
@@ -178,7 +201,7 @@ class Aggregator:
             (:meth:`dispute_reference`): a group of two that points apart keeps the member
             it backs; None (fewer than three replies in the round, or FedAvg) keeps both.
         history : mapping name -> tensor, or None. How the model the members trained from
-            moved last epoch (:meth:`~hcct_lite.schemes.base.Scheme.average` keeps it):
+            moved last epoch (:meth:`combine_named` keeps it):
             members pointing against it are left out while they are at most half, and it
             settles a dispute in place of ``reference``.
 

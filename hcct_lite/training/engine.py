@@ -18,16 +18,14 @@ from typing_extensions import override
 
 from ..partition.updates import cosine_matrix
 from ..schemes.base import Scheme, ServerView
-from ..schemes.norms import local_steps
 from ..schemes.registry import make_scheme
-from ..schemes.robust import vouched_counts
 from .batched import BatchedSGDTrainer
 from .config import RunConfig, arrival_epochs
 from .graphs import GraphedSGDTrainer
 from .local import SGDTrainer, clone_state, evaluate, seed_global_stream
 from .models import build_model, head_names
 from .provenance import provenance
-from .replies import ReplyScreen
+from .replies import ScreenedBackend
 from .tasks import build_clients
 
 __all__ = ["Backend", "LocalBackend", "run_experiment", "resolve_device", "init_model"]
@@ -187,20 +185,16 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
     device = resolve_device(cfg.device)
     model = init_model(cfg, 0, device)
     backend = _backend(cfg, clients, backend, model, device)
-    # what a silo declared is checked against its replies; what the federation vouches for
-    # (count_bound) sets its steps, clip, norm allowance and weight
-    sizes = vouched_counts(backend.sizes, cfg.count_bound)
+    scheme = make_scheme(cfg.scheme, cfg)
+    guarded = ScreenedBackend(backend, cfg, scheme)
     fixed = ServerView(
-        sizes=sizes,
+        sizes=guarded.sizes,
         init_state=clone_state(model.state_dict()),
         head=head_names(model),
         trainable=[k for k, _ in model.named_parameters()],
         fresh_state=lambda k: clone_state(init_model(cfg, k, device).state_dict()),
     )  # no probe, no training: each epoch's view has its own, screened at its epoch
-    steps = local_steps(sizes, cfg.batch_size, cfg.local_epochs)
-    screen = ReplyScreen(backend.sizes, cfg.norm_limit, steps)
-    scheme = make_scheme(cfg.scheme, cfg)
-    run = EngineState(cfg, scheme, backend, screen, arrival_epochs(cfg), fixed)
+    run = EngineState(cfg, scheme, guarded, arrival_epochs(cfg), fixed)
     scheme.setup(run.view(0))
     history, status, epoch_seconds = [], {"state": "complete"}, []
     bar = _progress_bar(cfg) if progress else None
@@ -210,7 +204,7 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         epoch_seconds.append(time.perf_counter() - t_epoch)
         history.append(entry)
         if entry["mean_test_error"] is None:  # nobody answered: stop, keep what we have
-            status = {"state": "stopped", "epoch": t, "reason": _no_answer(run.screen, t)}
+            status = {"state": "stopped", "epoch": t, "reason": guarded.no_answer(t)}
             break
         if bar is not None:
             bar.update(1)
@@ -227,26 +221,12 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
         "history": history,
         "final": summarize(history),
         "status": status,
-        "rejected": run.screen.rejected,
-        "aggregation": _aggregation(run),
+        "rejected": guarded.screen.rejected,
+        "aggregation": guarded.record(scheme.aggregator),
         "provenance": provenance(str(device), cfg),
         # wall-clock times apart: two runs of one command differ only inside "timing"
         "timing": {"seconds": time.perf_counter() - t0, "epoch_seconds": epoch_seconds},
     }
-
-
-def _aggregation(run) -> dict:
-    """The aggregator's record, and where ``count_bound`` cut a declared count, by how much."""
-    out = run.scheme.aggregator.record()
-    declared, vouched, bound = run.backend.sizes, run.fixed.sizes, run.cfg.count_bound
-    cut = [i for i, (d, v) in enumerate(zip(declared, vouched, strict=True)) if d != v]
-    if cut:
-        out["vouched_counts"] = [int(v) for v in vouched]
-        out["vouched_counts_note"] = (
-            f"clients {cut} declared more samples than {bound:g} x the federation's median "
-            f"count; their steps, clip, norm allowance and weight use the vouched counts"
-        )
-    return out
 
 
 def _backend(cfg, clients, backend, model, device):
@@ -270,20 +250,15 @@ def _progress_bar(cfg):
     return tqdm(total=cfg.epochs, desc=desc, leave=False, disable=None)
 
 
-def _no_answer(screen, t: int) -> str:
-    """Why an epoch has no test error: silence, or every reply rejected (say how many)."""
-    n = sum(r["epoch"] == t for r in screen.rejected)
-    return f"no client answered acceptably ({n} replies rejected)" if n else "no client answered"
-
-
 @dataclass(eq=False)
 class EngineState:
     """What the engine holds through a run; a scheme sees it only through :meth:`view`.
 
     Attributes
     ----------
-    cfg, scheme, backend, screen : RunConfig, Scheme, Backend, ReplyScreen
-        The screen checks every reply, told the epoch of each call.
+    cfg, scheme : RunConfig, Scheme
+    clients : ScreenedBackend
+        The backend behind the reply screen: every reply the loop gets has passed it.
     arrive : numpy.ndarray (N,) int, the epoch each client arrives in
     fixed : ServerView
         The view's parts fixed for the run: ``sizes`` (the vouched counts), ``init_state``,
@@ -296,8 +271,7 @@ class EngineState:
 
     cfg: RunConfig
     scheme: Scheme
-    backend: Backend
-    screen: ReplyScreen
+    clients: ScreenedBackend
     arrive: np.ndarray
     fixed: ServerView
     states: dict = field(default_factory=dict)
@@ -306,44 +280,43 @@ class EngineState:
 
     def view(self, t: int, active=(), new=()) -> ServerView:
         """The read-only view of epoch ``t`` (``setup``'s: epoch 0, nobody active yet)."""
-        screen, backend = self.screen, self.backend
-
-        def train(starts, lr, epoch):  # MAXFL's reference rounds pass the epoch's screen
-            return screen.accepted_training(backend.train(starts, lr, epoch), starts, t, [])
-
         return replace(
-            self.fixed, probe=screen.checked_probe(backend.probe, t), train=train, active=active,
-            new=new, absent=self.missing, states=self.states, updates=self.updates,
-        )  # fmt: skip
+            self.fixed,
+            probe=self.clients.probe_at(t),
+            train=self.clients.train_at(t),
+            active=active,
+            new=new,
+            absent=self.missing,
+            states=self.states,
+            updates=self.updates,
+        )
 
 
 def run_epoch(t: int, run: EngineState) -> dict:
-    """One epoch of Algorithm 1: plan, local training, aggregation, evaluation.
+    """One epoch of Algorithm 1: partition, local training, aggregation, evaluation.
 
-    Clients missing last epoch (``run.missing``) sit out the partition. Clients that do
-    not answer now, or whose reply ``run.screen`` rejects, are dropped from the plan once,
-    here, for every scheme; they keep their model. Updates ``run``'s states, updates and
-    missing clients, and returns the epoch's history entry.
+    Clients missing last epoch (``run.missing``) sit out the partition. A client that does
+    not answer now, or whose reply the screen refuses, is dropped from the plan; it keeps
+    its model. Updates ``run``'s states, updates and missing clients, and returns the
+    epoch's history entry.
     """
-    cfg, scheme, screen, backend = run.cfg, run.scheme, run.screen, run.backend
+    cfg, scheme, clients = run.cfg, run.scheme, run.clients
     active = [i for i in range(cfg.n_clients) if run.arrive[i] <= t]
     new = {i for i in active if run.arrive[i] == t}
     for i in new:
         run.states[i] = run.fixed.init_state
     server = run.view(t, active, new)
     lr = cfg.lr * cfg.lr_decay**t
+    # the partition: who trains with whom, and from which model
     plan = scheme.plan(t, server)
-    # a loner's reply is judged where its model may be taken up by others
-    shared = None if scheme.judges_every_reply(cfg.aggregator) else plan.groups
-    results = screen.accepted_training(backend.train(plan.start, lr, t), plan.start, t, shared)
-    # missing: planned but silent or rejected, or left out of the plan for a probe
+    # local training of every planned client
+    results = clients.train(plan, lr, t)
     missing = set(active) - set(results)
     plan = plan.without(missing)
     run.updates.update({i: r.update for i, r in results.items()})
+    # aggregation: each group's model, which its members hold
     run.states.update(scheme.aggregate(t, server, plan, results))
-    tested = screen.accepted_errors(
-        backend.evaluate({i: run.states[i] for i in active if i not in missing}), t
-    )
+    tested = clients.evaluate({i: run.states[i] for i in active if i not in missing}, t)
     run.missing = missing
     entry = history_entry(t, lr, active, plan, results, tested, missing)
     if cfg.record_cosines:  # pairwise cosines of this epoch's updates, clients sorted

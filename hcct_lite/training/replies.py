@@ -16,11 +16,13 @@ from dataclasses import dataclass
 
 import torch
 
-from ..schemes.norms import l2_norm, norm_bound
+from ..schemes.norms import l2_norm, local_steps, norm_bound
+from ..schemes.robust import vouched_counts
 
 __all__ = [
     "Rejected",
     "ReplyScreen",
+    "ScreenedBackend",
     "state_problem",
     "train_problem",
     "update_problem",
@@ -260,3 +262,84 @@ class ReplyScreen:
             return float(loss), float(acc)
 
         return checked
+
+
+class ScreenedBackend:
+    """A backend behind the reply screen: every reply the training loop sees has passed it.
+
+    The loop of Algorithm 1 trains, evaluates and probes through this object and never
+    checks a reply itself. The deployment's defences sit here too: the count bound
+    (``count_bound``: a declared count above that multiple of the median is cut) and the
+    norm rule (``norm_limit``). In-process runs of the paper leave both off.
+
+    Parameters
+    ----------
+    backend : Backend
+        How the clients are reached.
+    cfg : RunConfig
+        Reads ``count_bound``, ``norm_limit``, ``batch_size``, ``local_epochs`` and
+        ``aggregator``.
+    scheme : Scheme
+        Its ``judges_every_reply`` says whether the norm rule judges a loner's reply too.
+
+    Attributes
+    ----------
+    sizes : numpy.ndarray of shape (n_clients,), int64
+        The counts the federation vouches for: they set each silo's steps, clip, norm
+        allowance and weight.
+    screen : ReplyScreen
+        Its ``rejected`` list is the result's.
+    """
+
+    def __init__(self, backend, cfg, scheme):
+        self.backend, self.count_bound = backend, cfg.count_bound
+        self.sizes = vouched_counts(backend.sizes, cfg.count_bound)
+        steps = local_steps(self.sizes, cfg.batch_size, cfg.local_epochs)
+        self.screen = ReplyScreen(backend.sizes, cfg.norm_limit, steps)
+        # a loner's reply is judged where its model may be taken up by others
+        self.judge_loners = scheme.judges_every_reply(cfg.aggregator)
+
+    def train(self, plan, lr: float, epoch: int) -> dict:
+        """The accepted replies of the clients in ``plan.start``, trained at ``lr``."""
+        shared = None if self.judge_loners else plan.groups
+        replies = self.backend.train(plan.start, lr, epoch)
+        return self.screen.accepted_training(replies, plan.start, epoch, shared)
+
+    def evaluate(self, states: dict, epoch: int) -> dict:
+        """Accepted test errors in % of ``states`` (client -> state dict)."""
+        return self.screen.accepted_errors(self.backend.evaluate(states), epoch)
+
+    def probe_at(self, epoch: int):
+        """The backend's probe, screened at ``epoch`` (a bad answer is no answer)."""
+        return self.screen.checked_probe(self.backend.probe, epoch)
+
+    def train_at(self, epoch: int):
+        """Training outside the epoch's plan (MAXFL's reference rounds), screened at ``epoch``."""
+
+        def train(starts, lr, e):
+            return self.screen.accepted_training(
+                self.backend.train(starts, lr, e), starts, epoch, []
+            )
+
+        return train
+
+    def no_answer(self, epoch: int) -> str:
+        """Why ``epoch`` has no test error: silence, or every reply rejected (how many)."""
+        n = sum(r["epoch"] == epoch for r in self.screen.rejected)
+        return (
+            f"no client answered acceptably ({n} replies rejected)" if n else "no client answered"
+        )
+
+    def record(self, aggregator) -> dict:
+        """The aggregator's record, and where the count bound cut a declared count."""
+        out = aggregator.record()
+        declared, vouched = self.backend.sizes, self.sizes
+        cut = [i for i, (d, v) in enumerate(zip(declared, vouched, strict=True)) if d != v]
+        if cut:
+            out["vouched_counts"] = [int(v) for v in vouched]
+            out["vouched_counts_note"] = (
+                f"clients {cut} declared more samples than {self.count_bound:g} x the "
+                "federation's median count; their steps, clip, norm allowance and weight use "
+                "the vouched counts"
+            )
+        return out
