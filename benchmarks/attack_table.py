@@ -7,7 +7,7 @@ its change from the clean run of the same rule, seeds and federation with the sa
 left out (the attackers', and silo 0's under ``absent`` and the ``-honest`` rows), and at how
 many seeds that change is upward (seed by seed, as the report's verdicts). A column is an
 aggregator at the deployment's norm rule (20) and ``--count-bound``, or ``deployment``:
-the Flower app's own defaults (``hcct_lite/flower/app/pyproject.toml``). Rows:
+the Flower app's own defaults (``hcct_lite/deploy/flower/app/pyproject.toml``). Rows:
 
 - single attackers (silo 0): ``absent``, ``boost``, ``flip``, ``flip-0.9`` (at the clip's
   edge for every robust rule), ``ipm``, ``alie``, ``mimic``, ``x-28125``, ``1e37``,
@@ -44,18 +44,45 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from attacks import AttackBackend, honest_mean  # noqa: E402
 
-from hcct_lite.flower.common import deployment_defence  # noqa: E402
+from hcct_lite.deploy.flower.common import deployment_defence  # noqa: E402
 from hcct_lite.training.config import make_config  # noqa: E402
 from hcct_lite.training.engine import LocalBackend, init_model, run_experiment  # noqa: E402
 from hcct_lite.training.tasks import build_clients  # noqa: E402
 
-SINGLE = ("absent", "boost", "flip", "flip-0.9", "ipm", "alie", "mimic", "x-28125", "1e37",
-          "sleeper", "sleeper-0.9")  # fmt: skip
+SINGLE = (
+    "absent",
+    "boost",
+    "flip",
+    "flip-0.9",
+    "ipm",
+    "alie",
+    "mimic",
+    "x-28125",
+    "1e37",
+    "sleeper",
+    "sleeper-0.9",
+)
 ATTACKS = (
-    ("clean",) + SINGLE + ("count", "count+flip-0.9", "count+ipm", "count+alie", "count+mimic",
-    "count+x-28125", "collude-2", "collude-3", "collude-4of9", "big-honest", "2-silos-boost",
-    "2-silos-flip", "3-silos-boost", "3-silos-flip-0.9", "mixed-honest")
-)  # fmt: skip
+    ("clean",)
+    + SINGLE
+    + (
+        "count",
+        "count+flip-0.9",
+        "count+ipm",
+        "count+alie",
+        "count+mimic",
+        "count+x-28125",
+        "collude-2",
+        "collude-3",
+        "collude-4of9",
+        "big-honest",
+        "2-silos-boost",
+        "2-silos-flip",
+        "3-silos-boost",
+        "3-silos-flip-0.9",
+        "mixed-honest",
+    )
+)
 
 
 def _row(attack: str) -> tuple:
@@ -123,8 +150,11 @@ def _cached(path) -> dict:
 
 def _cell(done, scheme, attack, column, seeds, count_bound) -> str:
     _, _, seats, setting = _row(attack)
-    clean = "clean" if not setting else {2: "2-silos-clean", 3: "3-silos-clean"}.get(
-        setting.get("n_clients"), "clean-9")  # fmt: skip
+    clean = (
+        "clean"
+        if not setting
+        else {2: "2-silos-clean", 3: "3-silos-clean"}.get(setting.get("n_clients"), "clean-9")
+    )
     runs = [done[(scheme, attack, column, s, count_bound)] for s in seeds]
     refs = [done[(scheme, clean, column, s, count_bound)] for s in seeds]
     errors = np.array([honest_mean(e, seats) for e, _ in runs])
@@ -133,8 +163,9 @@ def _cell(done, scheme, attack, column, seeds, count_bound) -> str:
     # seed by seed, as the report's verdicts: a change is resolved only if it goes one
     # way at every seed (CPU runs are bit-identical, so no rerun noise to beat)
     up = f"up at {int((change > 0).sum())} of {len(seeds)}"
-    return (f"{errors.mean():.1f} ({change.mean():+.1f}, {up})"
-            + (f" {stopped} stopped" if stopped else ""))  # fmt: skip
+    return f"{errors.mean():.1f} ({change.mean():+.1f}, {up})" + (
+        f" {stopped} stopped" if stopped else ""
+    )
 
 
 def main(argv=None) -> None:
@@ -152,8 +183,13 @@ def main(argv=None) -> None:
         n = _row(attack)[3].get("n_clients")
         cleans.add({None: "clean", 2: "2-silos-clean", 3: "3-silos-clean", 9: "clean-9"}[n])
     rows = sorted(cleans) + [x for x in a.attacks if x != "clean"]
-    jobs = [(s, at, c, seed, a.count_bound) for s in a.schemes for at in rows
-            for c in a.columns for seed in a.seeds]  # fmt: skip
+    jobs = [
+        (s, at, c, seed, a.count_bound)
+        for s in a.schemes
+        for at in rows
+        for c in a.columns
+        for seed in a.seeds
+    ]
     done = _cached(a.cache)
     todo = [j for j in jobs if j not in done]
     with ProcessPoolExecutor(a.workers, mp_context=mp.get_context("spawn")) as pool:

@@ -36,10 +36,9 @@ import dataclasses
 import numpy as np
 import torch
 
-from hcct_lite.schemes.norms import local_steps, norm_bound
-from hcct_lite.schemes.robust import vouched_counts
+from hcct_lite.deploy.defences.norms import local_steps, norm_bound, update_norm
+from hcct_lite.deploy.defences.robust import vouched_counts
 from hcct_lite.training.local import update_of
-from hcct_lite.training.replies import update_norm
 
 CLAIM = 10**6
 VICTIM = 1
@@ -76,8 +75,17 @@ class AttackBackend:
     def _poisoned(self, i, start, out, lr) -> torch.Tensor:
         """Silo i's update to the poisoned model: the classifier turned, x 1000 (or 0.9x)."""
         head = self.names[-2:]  # the last layer's weight and bias
-        g = torch.cat([(start[k] - (1000 * torch.roll(start[k], 1, dims=0) if k in head
-                        else start[k])).reshape(-1).float() for k in self.names]) / lr  # fmt: skip
+        g = (
+            torch.cat(
+                [
+                    (start[k] - (1000 * torch.roll(start[k], 1, dims=0) if k in head else start[k]))
+                    .reshape(-1)
+                    .float()
+                    for k in self.names
+                ]
+            )
+            / lr
+        )
         if self.attack == "sleeper-0.9":
             g = g * (0.9 * self._allowance(out, i) / max(float(g.norm()), 1e-30))
         return g
@@ -125,8 +133,10 @@ class AttackBackend:
         for i, g in crafted.items():
             r = out[i]
             if self.attack == "1e37" and epoch == 1:
-                state = {k: torch.full_like(v, 1e37) if v.is_floating_point() else v
-                         for k, v in r.state.items()}  # fmt: skip
+                state = {
+                    k: torch.full_like(v, 1e37) if v.is_floating_point() else v
+                    for k, v in r.state.items()
+                }
                 update = update_of(starts[i], state, lr, self.names)
                 r = dataclasses.replace(r, state=state, update=update)
             elif g is not None:
@@ -144,8 +154,11 @@ class AttackBackend:
             alone = starts[i] is not starts[VICTIM] or epoch == 0
             poison = alone and self._last != "poison"
             self._last = "poison" if poison else "copy"
-            g = (self._poisoned(i, starts[i], out, lr) if poison
-                 else _flat(out[VICTIM].update, self.names))  # fmt: skip
+            g = (
+                self._poisoned(i, starts[i], out, lr)
+                if poison
+                else _flat(out[VICTIM].update, self.names)
+            )
             out[i] = self._reply(out[i], starts[i], lr, g)
         return out
 

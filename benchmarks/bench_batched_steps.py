@@ -4,7 +4,7 @@
 
 For each task (Digit at N = 20, CIFAR-10 at N = 10: HCCT without the norm rule, seed 0) and
 each mode (``eager``: one client after another; ``batched-<precision>``: every client at
-once on stacked networks, ``hcct_lite.training.batched``, in torch's default arithmetic
+once on stacked networks, ``hcct_lite.gpu.batched``, in torch's default arithmetic
 (float32, cuDNN's convolutions in TF32), with TF32 matrix products too, or with bf16
 activations and channels_last) one run trains
 ``--epochs`` epochs in this process. Prints one row per setting: seconds per epoch (the mean
@@ -85,9 +85,16 @@ def measure(spec: str, mode: str, epochs: int, clients) -> dict:
     secs = r["timing"]["epoch_seconds"][1:]
     per_epoch = sum(secs) / len(secs)
     steps = sum(cfg.local_epochs * math.ceil(c.y_train.shape[0] / cfg.batch_size) for c in clients)
-    return dict(task=cfg.task, n=cfg.n_clients, mode=mode, s_per_epoch=per_epoch,
-                steps_per_s=steps / per_epoch, peak_gib=torch.cuda.max_memory_allocated() / 2**30,
-                final=r["final"]["mean"], model=cfg.model)  # fmt: skip
+    return dict(
+        task=cfg.task,
+        n=cfg.n_clients,
+        mode=mode,
+        s_per_epoch=per_epoch,
+        steps_per_s=steps / per_epoch,
+        peak_gib=torch.cuda.max_memory_allocated() / 2**30,
+        final=r["final"]["mean"],
+        model=cfg.model,
+    )
 
 
 def main(argv=None) -> None:
@@ -102,8 +109,10 @@ def main(argv=None) -> None:
     torch.backends.cudnn.benchmark = a.cudnn_benchmark
     t0 = time.time()
     peak = {"tf32": dense_rate(torch.float32, True), "bf16": dense_rate(torch.bfloat16, False)}
-    print(f"card: {torch.cuda.get_device_name()}; dense products: TF32 {peak['tf32']:.0f}, "
-          f"bf16 {peak['bf16']:.0f} TFLOP/s; cuDNN benchmark {a.cudnn_benchmark}")  # fmt: skip
+    print(
+        f"card: {torch.cuda.get_device_name()}; dense products: TF32 {peak['tf32']:.0f}, "
+        f"bf16 {peak['bf16']:.0f} TFLOP/s; cuDNN benchmark {a.cudnn_benchmark}"
+    )
     print("| task | N | mode | s per epoch | steps per s | TFLOP/s | of dense | peak GiB | error |")
     print("|---|---|---|---|---|---|---|---|---|")
     rows = []
@@ -116,14 +125,25 @@ def main(argv=None) -> None:
             row["tflops"] = row["steps_per_s"] * flops / 1e12
             row["of_dense"] = row["tflops"] / peak["bf16" if mode.endswith("bf16") else "tf32"]
             rows.append(row)
-            print(f"| {row['task']} | {row['n']} | {mode} | {row['s_per_epoch']:.3f} "
-                  f"| {row['steps_per_s']:.0f} "
-                  f"| {row['tflops']:.1f} | {row['of_dense']:.1%} | {row['peak_gib']:.1f} "
-                  f"| {row['final']:.2f} |", flush=True)  # fmt: skip
+            print(
+                f"| {row['task']} | {row['n']} | {mode} | {row['s_per_epoch']:.3f} "
+                f"| {row['steps_per_s']:.0f} "
+                f"| {row['tflops']:.1f} | {row['of_dense']:.1%} | {row['peak_gib']:.1f} "
+                f"| {row['final']:.2f} |",
+                flush=True,
+            )
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(dict(dense=peak, rows=rows, seconds=time.time() - t0,
-                       cudnn_benchmark=a.cudnn_benchmark), f, indent=1)  # fmt: skip
+            json.dump(
+                dict(
+                    dense=peak,
+                    rows=rows,
+                    seconds=time.time() - t0,
+                    cudnn_benchmark=a.cudnn_benchmark,
+                ),
+                f,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -99,15 +99,25 @@ class _Federation:
             '[superlink]\ndefault = "local"\n\n[superlink.local]\n'
             f'address = "127.0.0.1:{self.port}"\ninsecure = true\n'
         )
-        self.env = {**os.environ, "FLWR_HOME": str(home), "PYTHONUNBUFFERED": "1",
-                    "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
+        self.env = {
+            **os.environ,
+            "FLWR_HOME": str(home),
+            "PYTHONUNBUFFERED": "1",
+            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
         self.clients, self.fast = clients, fast
 
     def _start(self, name: str, *args: str) -> None:
         proc = subprocess.Popen(
-            [str(BIN / args[0]), *args[1:]], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            env=self.env, cwd=self.folder, start_new_session=True, text=True, errors="replace",
-        )  # fmt: skip
+            [str(BIN / args[0]), *args[1:]],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            cwd=self.folder,
+            start_new_session=True,
+            text=True,
+            errors="replace",
+        )
         self.procs.append(proc)
         # the file exists once this returns: log() may read it before any line arrives
         log = open(self.folder / f"{name}.log", "w")  # noqa: SIM115 - _stamp closes it
@@ -119,18 +129,39 @@ class _Federation:
         return (self.folder / f"{name}.log").read_text(errors="replace")
 
     def start(self) -> None:
-        self._start("superlink", "flower-superlink", "--insecure", "--port", str(self.port),
-                    "--disable-runtime-dependency-installation")  # fmt: skip
+        self._start(
+            "superlink",
+            "flower-superlink",
+            "--insecure",
+            "--port",
+            str(self.port),
+            "--disable-runtime-dependency-installation",
+        )
         _wait(lambda: "Uvicorn running" in self.log("superlink"), 120, "the SuperLink")
         for i in range(self.clients):
             port = _free_port()
             isolation = ["--isolation", "process"] if self.fast else []
-            self._start(f"silo{i}", "flower-supernode", "--insecure", "--superlink",
-                        f"127.0.0.1:{self.port}", "--port", str(port), *isolation,
-                        "--node-config", f"partition-id={i}")  # fmt: skip
+            self._start(
+                f"silo{i}",
+                "flower-supernode",
+                "--insecure",
+                "--superlink",
+                f"127.0.0.1:{self.port}",
+                "--port",
+                str(port),
+                *isolation,
+                "--node-config",
+                f"partition-id={i}",
+            )
             if self.fast:
-                self._start(f"exec{i}", "hcct-lite", "silo-exec", "--runtime-api-address",
-                            f"127.0.0.1:{port}", "--insecure")  # fmt: skip
+                self._start(
+                    f"exec{i}",
+                    "hcct-lite",
+                    "silo-exec",
+                    "--runtime-api-address",
+                    f"127.0.0.1:{port}",
+                    "--insecure",
+                )
         for i in range(self.clients):
             _wait(lambda i=i: "SuperNode ID" in self.log(f"silo{i}"), 120, f"silo {i}")
             if self.fast:  # timing starts once every silo is warm, not while it imports
@@ -148,16 +179,22 @@ def _deployment_seconds(args, folder: Path) -> tuple:
     time went (``round_breakdown``), and the result."""
     fed = _Federation(folder, args.clients, args.fast_silos)
     out = folder / "result.json"
-    config = (f'task="{args.task}" scheme="hcct" epochs={args.epochs} '
-              f'n-clients={args.clients} json-out="{out}"')  # fmt: skip
+    config = (
+        f'task="{args.task}" scheme="hcct" epochs={args.epochs} '
+        f'n-clients={args.clients} json-out="{out}"'
+    )
     try:
         fed.start()
         t0, submitted = time.perf_counter(), time.time()
         submit = subprocess.Popen(
             [str(BIN / "hcct-lite"), "flower-run", str(APP), "local", "--run-config", config],
-            env=fed.env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=fed.env,
+            cwd=folder,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
             preexec_fn=die_with_parent(),
-        )  # fmt: skip
+        )
         _wait(out.exists, 3600, "the result JSON")
         seconds, finished = time.perf_counter() - t0, time.time()
         said = submit.communicate(timeout=300)[0]
@@ -181,14 +218,15 @@ def main(argv=None) -> None:
 
     import torch
 
-    from hcct_lite.flower.common import deployment_defence
+    from hcct_lite.deploy.flower.common import deployment_defence
     from hcct_lite.training.config import make_config
     from hcct_lite.training.engine import run_experiment
 
     torch.set_num_threads(1)
     # the deployment defends as the app's run config says (a robust rule by default)
-    cfg = make_config(args.task, "hcct", 0, epochs=args.epochs, n_clients=args.clients,
-                      **deployment_defence())  # fmt: skip
+    cfg = make_config(
+        args.task, "hcct", 0, epochs=args.epochs, n_clients=args.clients, **deployment_defence()
+    )
     t0 = time.perf_counter()
     local = run_experiment(cfg, progress=False)
     engine = time.perf_counter() - t0
@@ -202,8 +240,9 @@ def main(argv=None) -> None:
     print("| what | seconds | vs hcct-lite run |")
     print("|---|---|---|")
     print(f"| `hcct-lite run` | {engine:.1f} | 1.0 |")
-    print(f"| rehearsal deployment, submission to result | {seconds:.1f} "
-          f"| {seconds / engine:.1f} |")  # fmt: skip
+    print(
+        f"| rehearsal deployment, submission to result | {seconds:.1f} | {seconds / engine:.1f} |"
+    )
     print(f"| ... to `hcct-lite flower-run`'s return | {returned:.1f} | {returned / engine:.1f} |")
     print(f"same groups every epoch as `hcct-lite run`: {same}")
     print(f"\nwhere it went ({parts['rounds']} rounds; the SuperNodes' stamped log lines)")
@@ -212,8 +251,9 @@ def main(argv=None) -> None:
     print(f"| submission to the first silo receiving a message | {parts['start']:.1f} |")
     print(f"| per round: first to last silo receiving the message | {parts['spread']:.2f} |")
     print(f"| per round: one silo, message received to reply sent | {parts['silo']:.2f} |")
-    print(f"| per round: last reply sent to the next round's first receipt | "
-          f"{parts['between']:.2f} |")  # fmt: skip
+    print(
+        f"| per round: last reply sent to the next round's first receipt | {parts['between']:.2f} |"
+    )
     print(f"| last reply sent to the result JSON | {parts['end']:.1f} |")
 
 

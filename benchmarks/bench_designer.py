@@ -53,10 +53,22 @@ def main():
         ),
     ]
     for name, (preset, a) in PRESETS.items():
-        rows.append((f"preset '{name}'", timed(lambda p=preset, a=a: draw_designer(
-            d["designer"].picture(p, a))))),  # fmt: skip
-    rows.append(("train button (3 patterns x 5 epochs, 8 silos)",
-                 timed(lambda: draw_training(d["designer"].train(silos, alpha))))),  # fmt: skip
+        (
+            rows.append(
+                (
+                    f"preset '{name}'",
+                    timed(lambda p=preset, a=a: draw_designer(d["designer"].picture(p, a))),
+                )
+            ),
+        )
+    (
+        rows.append(
+            (
+                "train button (3 patterns x 5 epochs, 8 silos)",
+                timed(lambda: draw_training(d["designer"].train(silos, alpha))),
+            )
+        ),
+    )
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, 1 torch thread")
     print(f"{'action':<50} {'seconds':>8}")
     for name, seconds in rows:

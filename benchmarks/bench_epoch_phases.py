@@ -24,9 +24,10 @@ from collections import defaultdict
 import torch
 
 import hcct_lite.training.engine as engine
+from hcct_lite.gpu.batched import BatchedSGDTrainer
+from hcct_lite.gpu.stacked import GPU_PRECISIONS
 from hcct_lite.reproduction.paper_grids import OFFLINE_DIGIT_DOMAINS
-from hcct_lite.training.batched import BatchedSGDTrainer
-from hcct_lite.training.config import GPU_PRECISIONS, make_config
+from hcct_lite.training.config import make_config
 from hcct_lite.training.local import SGDTrainer
 
 SPENT = defaultdict(float)
@@ -93,8 +94,11 @@ def main(argv=None) -> int:
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--device", default="cpu")
     p.add_argument("--tf32", action="store_true", help="TF32 matrix products (moves numbers)")
-    p.add_argument("--batched", choices=GPU_PRECISIONS,
-                   help="every client at once (batched_clients) in this gpu_precision")  # fmt: skip
+    p.add_argument(
+        "--batched",
+        choices=GPU_PRECISIONS,
+        help="every client at once (batched_clients) in this gpu_precision",
+    )
     a = p.parse_args(argv)
     # Convolutions may use TF32 by PyTorch's default; matrix products may not.
     torch.backends.cuda.matmul.allow_tf32 = a.tf32

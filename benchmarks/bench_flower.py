@@ -6,7 +6,7 @@ Prints one table: the same run in the engine (``hcct-lite run``) and as Flower a
 (``hcct-lite flower-sim``: in one process, then on Flower's Ray engine), then the cost of
 one training message in a fresh ClientApp process, as a SuperNode's default (subprocess)
 isolation starts one for every message: cold (the silo builds its rehearsal share) and
-warm (it loads its share alone, ``hcct_lite/flower/silo_data.py``), with the import time
+warm (it loads its share alone, ``hcct_lite/deploy/flower/silo_data.py``), with the import time
 alone beside it. ``benchmarks/bench_deployment.py`` times a whole rehearsal deployment.
 """
 
@@ -25,8 +25,8 @@ import sys, time
 t0 = time.perf_counter()
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from hcct_lite.deploy.flower_internals import set_run_identity
-from hcct_lite.flower.client import make_client_app
-from hcct_lite.flower.common import silo_config_text, to_record
+from hcct_lite.deploy.flower.client import make_client_app
+from hcct_lite.deploy.flower.common import silo_config_text, to_record
 from hcct_lite.training.config import make_config
 from hcct_lite.training.models import build_model
 t1 = time.perf_counter()
@@ -48,8 +48,11 @@ def _message_seconds(task: str, clients: int, cache: str) -> tuple:
     t0 = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-c", MESSAGE, task, str(clients), cache],
-        check=True, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )  # fmt: skip
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     return time.perf_counter() - t0, float(out.stdout.strip().splitlines()[-1])
 
 
@@ -62,7 +65,7 @@ def main(argv=None) -> None:
 
     import torch
 
-    from hcct_lite.flower.simulation import ENGINES, run_flower_simulation
+    from hcct_lite.deploy.flower.simulation import ENGINES, run_flower_simulation
     from hcct_lite.training.config import make_config
     from hcct_lite.training.engine import run_experiment
 

@@ -34,8 +34,13 @@ def _worker(args, seed, mode, barrier, queue):
     # "-tf32": matrix products in TF32 too (cuDNN's convolutions already use it)
     torch.backends.cuda.matmul.allow_tf32 = mode.endswith("-tf32")
     graphs = mode.startswith("graphs")
-    kw = dict(n_clients=args.clients, epochs=args.epochs, device=args.device, cuda_graphs=graphs,
-              norm_limit=0.0)  # fmt: skip
+    kw = dict(
+        n_clients=args.clients,
+        epochs=args.epochs,
+        device=args.device,
+        cuda_graphs=graphs,
+        norm_limit=0.0,
+    )
     if args.task == "digit":
         kw["domains"] = OFFLINE_DIGIT_DOMAINS
     cfg = make_config(args.task, "hcct", seed, **kw)
@@ -71,8 +76,12 @@ def main(argv=None) -> None:
     p.add_argument("--clients", type=int, default=None, help="default: the task's Table III N")
     p.add_argument("--epochs", type=int, default=6)
     p.add_argument("--procs", type=int, nargs="+", default=[1, 8])
-    p.add_argument("--modes", nargs="+", default=["eager", "graphs"],
-                   choices=["eager", "graphs", "eager-tf32", "graphs-tf32"])  # fmt: skip
+    p.add_argument(
+        "--modes",
+        nargs="+",
+        default=["eager", "graphs"],
+        choices=["eager", "graphs", "eager-tf32", "graphs-tf32"],
+    )
     p.add_argument("--device", default="cuda", help="cpu only to try this script out")
     p.add_argument("--timeout", type=float, default=600, help="seconds to wait for a process")
     args = p.parse_args(argv)

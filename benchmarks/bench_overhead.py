@@ -79,8 +79,11 @@ def hand_loop(cfg, clients, scheme="global") -> list:
             groups = client_partition(updates, sizes, alpha=cfg.alpha).groups
         rows = [None] * n
         for g in groups:
-            start = states[g[0]] if len(g) == 1 else _average([states[i] for i in g],
-                                                               [sizes[i] for i in g])  # fmt: skip
+            start = (
+                states[g[0]]
+                if len(g) == 1
+                else _average([states[i] for i in g], [sizes[i] for i in g])
+            )
             flat_start = torch.cat([start[k].reshape(-1) for k in names])
             ends = []
             for i in g:
@@ -92,8 +95,10 @@ def hand_loop(cfg, clients, scheme="global") -> list:
             model.load_state_dict(avg)
             model.eval()
             with torch.no_grad():
-                errors = [float((model(clients[i].x_test).argmax(1) != clients[i].y_test)
-                                .float().mean()) for i in g]  # fmt: skip
+                errors = [
+                    float((model(clients[i].x_test).argmax(1) != clients[i].y_test).float().mean())
+                    for i in g
+                ]
             assert len(errors) == len(g)
             for i in g:
                 states[i] = avg
@@ -128,8 +133,11 @@ def main(argv=None):
             engine = statistics.median(r["timing"]["epoch_seconds"][1:])  # robust to a busy machine
             loop = statistics.median(hand_loop(cfg, clients, scheme)[1:])
             if fedavg is None:  # the SGD steps and evaluations alone: every scheme's floor
-                fedavg = loop if scheme == "global" else statistics.median(
-                    hand_loop(cfg, clients, "global")[1:])  # fmt: skip
+                fedavg = (
+                    loop
+                    if scheme == "global"
+                    else statistics.median(hand_loop(cfg, clients, "global")[1:])
+                )
             print(
                 f"{task:<16}{scheme:<8}{engine:>16.4f}{loop:>14.4f}{engine / loop:>8.2f}"
                 f"{engine / fedavg:>16.2f}"

@@ -24,8 +24,8 @@ import sys
 import tempfile
 import time
 
+from hcct_lite.ray.grid import RayOptions
 from hcct_lite.runs.jobs import Job
-from hcct_lite.runs.ray_cluster import RayOptions
 from hcct_lite.runs.runner import run_jobs
 
 
@@ -39,7 +39,7 @@ def _jobs(runs: int, epochs: int) -> list:
             schemes[i % 2],
             i // 2,
             {"epochs": epochs, "n_clients": 8},
-        )  # fmt: skip
+        )
         for i in range(runs)
     ]
 
@@ -61,8 +61,18 @@ def _times(jobs, **how) -> tuple:
 def _running_cluster(cpus: int):
     """``ray start --head`` on this machine (not timed), as a cluster a user would join."""
     ray = os.path.join(os.path.dirname(sys.executable), "ray")
-    subprocess.run([ray, "start", "--head", f"--num-cpus={cpus}", "--include-dashboard=false",
-                    "--disable-usage-stats"], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            ray,
+            "start",
+            "--head",
+            f"--num-cpus={cpus}",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return lambda: subprocess.run([ray, "stop", "--force"], capture_output=True)
 
 
@@ -72,18 +82,24 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, help="default: the task's (Table III)")
     args = parser.parse_args()
     jobs, cpus = _jobs(args.runs, args.epochs), 2
-    ways = [("--workers 1", dict(workers=1)), ("--workers 2", dict(workers=2)),
-            (f"--ray (started by the command, {cpus} CPUs)", dict(ray=RayOptions()))]  # fmt: skip
+    ways = [
+        ("--workers 1", dict(workers=1)),
+        ("--workers 2", dict(workers=2)),
+        (f"--ray (started by the command, {cpus} CPUs)", dict(ray=RayOptions())),
+    ]
     rows = [(name, *_times(jobs, **how)) for name, how in ways]
     stop = _running_cluster(cpus)
     try:
-        rows.append((f"--ray auto (a running cluster, {cpus} CPUs)",
-                     *_times(jobs, ray=RayOptions("auto"))))  # fmt: skip
+        rows.append(
+            (f"--ray auto (a running cluster, {cpus} CPUs)", *_times(jobs, ray=RayOptions("auto")))
+        )
     finally:
         stop()
     pool = rows[1][1]
-    print(f"{args.runs} runs of {args.epochs or 'the task default'} epochs (rotated digits); "
-          f"{platform.machine()}, {os.cpu_count()} cores\n")  # fmt: skip
+    print(
+        f"{args.runs} runs of {args.epochs or 'the task default'} epochs (rotated digits); "
+        f"{platform.machine()}, {os.cpu_count()} cores\n"
+    )
     print("| way | wall (s) | first result at (s) | s per result after it | against --workers 2 |")
     print("|---|---|---|---|---|")
     for name, wall, first, per in rows:

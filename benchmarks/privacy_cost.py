@@ -1,7 +1,7 @@
 """What DP-SGD at the silos costs HCCT, and what it leaves of the leaks of one message.
 
 For each noise multiplier (0: off), HCCT on the rotated digits (8 silos of 112 samples, 30
-epochs, every silo training with ``hcct_lite.privacy.private_train``, the ClientApp's own
+epochs, every silo training with ``hcct_lite.deploy.privacy.private_train``, the ClientApp's own
 DP-SGD) over the seeds: the final mean test error, the partition's agreement with the
 silos' true rotations (adjusted Rand over the last 10 epochs), each silo's epsilon after
 the run (delta 1e-5); and, through the real ClientApp at every guard's default, one
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from leaks import histogram_from_bias, imprint_model, reconstruct, recovered  # noqa: E402
 
-from hcct_lite.privacy import DPSettings, private_train  # noqa: E402
+from hcct_lite.deploy.privacy import DPSettings, private_train  # noqa: E402
 from hcct_lite.runs.reading import group_labels  # noqa: E402
 from hcct_lite.training.config import make_config  # noqa: E402
 from hcct_lite.training.engine import LocalBackend, init_model, run_experiment  # noqa: E402
@@ -47,9 +47,16 @@ class PrivateBackend(LocalBackend):
         for i in sorted(starts):
             seed = self.cfg.seed * 1_000_003 + epoch * 10_007 + i
             out[i], self.spent[i], _ = private_train(
-                self.model, starts[i], self.clients[i], lr, seed, self.cfg.local_epochs,
-                self.cfg.batch_size, self.dp, self.spent.get(i, []),
-            )  # fmt: skip
+                self.model,
+                starts[i],
+                self.clients[i],
+                lr,
+                seed,
+                self.cfg.local_epochs,
+                self.cfg.batch_size,
+                self.dp,
+                self.spent.get(i, []),
+            )
         return out
 
 
@@ -57,7 +64,7 @@ def run(sigma: float, seed: int) -> tuple:
     """``(final mean error, adjusted Rand with the rotations, max epsilon)`` of one run."""
     from sklearn.metrics import adjusted_rand_score
 
-    from hcct_lite.privacy.dp_sgd import epsilon
+    from hcct_lite.deploy.privacy import epsilon
 
     torch.set_num_threads(1)
     logging.getLogger("hcct_lite").setLevel(logging.ERROR)
@@ -66,8 +73,12 @@ def run(sigma: float, seed: int) -> tuple:
     backend = PrivateBackend(cfg, clients, model, sigma) if sigma else None
     r = run_experiment(cfg, progress=False, clients=clients, backend=backend)
     truth = [sorted(set(r["domains"])).index(d) for d in r["domains"]]
-    ari = np.mean([adjusted_rand_score(truth, group_labels(h["groups"], cfg.n_clients))
-                   for h in r["history"][-10:]])  # fmt: skip
+    ari = np.mean(
+        [
+            adjusted_rand_score(truth, group_labels(h["groups"], cfg.n_clients))
+            for h in r["history"][-10:]
+        ]
+    )
     eps = max(epsilon(s, 1e-5) for s in backend.spent.values()) if sigma else 0.0
     return r["final"]["mean"], float(ari), eps
 
@@ -76,9 +87,9 @@ def one_message(sigma: float, batch: int) -> tuple:
     """``(images recovered, histogram L1 error)`` from one message to the real ClientApp."""
     from flwr.app import ConfigRecord, Message, RecordDict
 
+    from hcct_lite.deploy.flower.client import make_client_app
+    from hcct_lite.deploy.flower.common import from_record, silo_config_text, to_record
     from hcct_lite.deploy.inline import InlineGrid
-    from hcct_lite.flower.client import make_client_app
-    from hcct_lite.flower.common import from_record, silo_config_text, to_record
 
     cfg = make_config("rotated-digits", "hcct", 0, batch_size=batch)
     clients, model = build_clients(cfg), build_model(cfg.model)
@@ -86,8 +97,9 @@ def one_message(sigma: float, batch: int) -> tuple:
 
     def send(state):
         grid = InlineGrid(make_client_app(), {100: node})
-        config = ConfigRecord({"lr": 1e-4, "epoch": 0, "config-json": silo_config_text(cfg),
-                               "keep-head": False})  # fmt: skip
+        config = ConfigRecord(
+            {"lr": 1e-4, "epoch": 0, "config-json": silo_config_text(cfg), "keep-head": False}
+        )
         content = RecordDict({"model": to_record(state), "config": config})
         (reply,) = grid.send_and_receive([Message(content, dst_node_id=100, message_type="train")])
         return from_record(reply.content["model"])
@@ -123,8 +135,11 @@ def main(argv=None) -> None:
     for s in a.sigmas:
         err, ari, eps = (np.array([done[(s, seed)][k] for seed in a.seeds]) for k in range(3))
         (img8, hist8), (img64, _) = one_message(s, 8), one_message(s, 64)
-        print(f"| {s:g} | {eps.max():.1f} | {err.mean():.1f} +- {err.std():.1f} | "
-              f"{ari.mean():.2f} | {img8} / {img64} | {hist8:.1f} |", flush=True)  # fmt: skip
+        print(
+            f"| {s:g} | {eps.max():.1f} | {err.mean():.1f} +- {err.std():.1f} | "
+            f"{ari.mean():.2f} | {img8} / {img64} | {hist8:.1f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

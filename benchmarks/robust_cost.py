@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from hcct_lite.flower.common import deployment_defence
+from hcct_lite.deploy.flower.common import deployment_defence
 from hcct_lite.reproduction.paper_grids import grid_jobs
 from hcct_lite.reproduction.verdicts import compare, noise_of
 from hcct_lite.runs.results import seed_stats
@@ -63,13 +63,17 @@ def main(argv=None) -> None:
     print(f"| scheme | mean (shipped) | {a.aggregator} | difference | verdict, seed by seed |")
     print("|---|---|---|---|---|")
     for scheme, ref in shipped.items():
-        (mean, std, _), (new, new_std, _) = seed_stats(list(ref.values())), seed_stats(
-            list(robust[scheme].values()))  # fmt: skip
+        (mean, std, _), (new, new_std, _) = (
+            seed_stats(list(ref.values())),
+            seed_stats(list(robust[scheme].values())),
+        )
         c = compare(robust[scheme], ref, noise)
         up = sum(robust[scheme][s] > ref[s] for s in ref)
-        print(f"| {scheme} | {mean:.2f} +- {std:.2f} | {new:.2f} +- {new_std:.2f} | "
-              f"{new - mean:+.2f} | {c.outcome}, higher at {up} of {c.seeds} |",
-              flush=True)  # fmt: skip
+        print(
+            f"| {scheme} | {mean:.2f} +- {std:.2f} | {new:.2f} +- {new_std:.2f} | "
+            f"{new - mean:+.2f} | {c.outcome}, higher at {up} of {c.seeds} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

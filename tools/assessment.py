@@ -81,8 +81,14 @@ def answer_key(source: Path = SOURCE) -> dict:
     """``{"answer_1": ..., ...}``: the source's solutions run in a fresh shipped-mode process."""
     nb = nbformat.read(source, as_version=4)
     env = dict(os.environ, HCCT_MODE="shipped", MPLBACKEND="Agg")
-    done = subprocess.run([sys.executable, "-c", _source_code(nb) + _PLAIN], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", _source_code(nb) + _PLAIN],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if done.returncode != 0:
         raise SystemExit(f"{source}: its solutions failed in shipped mode:\n{done.stderr[-3000:]}")
     line = next(x for x in done.stdout.splitlines() if x.startswith("KEY:"))
@@ -109,8 +115,13 @@ def build_assessment(out: Path, source: Path = SOURCE) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     keyed = out / NAME
     nbformat.write(_with_key(nbformat.read(source, as_version=4), key), keyed)
-    done = subprocess.run([sys.executable, "-m", "otter", "assign", "--no-pdfs", NAME, "."],
-                          cwd=out, capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "otter", "assign", "--no-pdfs", NAME, "."],
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     keyed.unlink()
     if done.returncode != 0:
         raise SystemExit(f"otter assign failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")

@@ -155,9 +155,25 @@ def build(site: Path, notebooks: list | None = None) -> list:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "src"
         prepare(src, notebooks)
-        done = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W",
-                               "--keep-going", "-j", "1", str(src), str(site)],
-                              capture_output=True, text=True, timeout=900)  # fmt: skip
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sphinx",
+                "-b",
+                "html",
+                "-q",
+                "-W",
+                "--keep-going",
+                "-j",
+                "1",
+                str(src),
+                str(site),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     if done.returncode != 0:
         raise SystemExit(f"sphinx-build failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
     shutil.rmtree(site / ".doctrees", ignore_errors=True)

@@ -94,8 +94,12 @@ def sections(cells) -> list:
 
 def minutes(n_words: int, n_formulas: int, figures: int, seconds: float) -> float:
     """Class minutes of a section at the rule above."""
-    return (n_words / WORDS_PER_MINUTE + MINUTES_PER_FORMULA * n_formulas
-            + MINUTES_PER_FIGURE * figures + seconds / 60)  # fmt: skip
+    return (
+        n_words / WORDS_PER_MINUTE
+        + MINUTES_PER_FORMULA * n_formulas
+        + MINUTES_PER_FIGURE * figures
+        + seconds / 60
+    )
 
 
 def main(argv=None) -> int:
@@ -110,11 +114,15 @@ def main(argv=None) -> int:
             return 1
         print(f"\n{path.name}\n{head} {'min':>5}")
         for title, n_words, n_maths, figures, checks, secs in rows:
-            print(f"  {title[:52]:<52} {n_words:>5} {n_maths:>5} {figures:>4} {checks:>6} "
-                  f"{secs:>6.1f} {minutes(n_words, n_maths, figures, secs):>5.1f}")  # fmt: skip
+            print(
+                f"  {title[:52]:<52} {n_words:>5} {n_maths:>5} {figures:>4} {checks:>6} "
+                f"{secs:>6.1f} {minutes(n_words, n_maths, figures, secs):>5.1f}"
+            )
         words_, maths, figs, checks, secs = [sum(r[k] for r in rows) for k in range(1, 6)]
-        print(f"  {'total':<52} {words_:>5} {maths:>5} {figs:>4} {checks:>6} {secs:>6.1f} "
-              f"{minutes(words_, maths, figs, secs):>5.1f}")  # fmt: skip
+        print(
+            f"  {'total':<52} {words_:>5} {maths:>5} {figs:>4} {checks:>6} {secs:>6.1f} "
+            f"{minutes(words_, maths, figs, secs):>5.1f}"
+        )
     return 0
 
 

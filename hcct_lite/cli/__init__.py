@@ -21,7 +21,8 @@ def main(argv=None) -> int:
     """Run the command line; return the exit status (2 with one line on bad input)."""
     args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        command = COMMANDS.get(args.command) or args.part_command  # a part's subcommand
+        return command(args)
     except (ValueError, RuntimeError, OSError, DataNotFoundError) as err:
         print(f"hcct-lite: error: {err}", file=sys.stderr)
         return 2

@@ -8,42 +8,59 @@ from __future__ import annotations
 
 import sys
 
+from ..parts import find, part_missing
 from ..training.config import SCHEMES
 from .parser import OVERRIDES
 
-__all__ = ["COMMANDS", "report_run"]
+__all__ = ["COMMANDS", "report_run", "run_settings"]
+
+
+def _part(kind: str, name: str, what: str, part: str):
+    """What the optional part ``part`` registered as the ``kind`` ``name``; else the error."""
+    found = find(kind, name)
+    if found is None:
+        raise part_missing(what, part)
+    return found
 
 
 def _ray(args):
-    """The :class:`~hcct_lite.runs.ray_cluster.RayOptions` the options ask for, or None."""
+    """The Ray part's :class:`~hcct_lite.ray.grid.RayOptions` the options ask for, or None."""
     if args.ray is None:
-        for flag, value in (("--gpus-per-run", args.gpus_per_run),
-                            ("--ray-startup-wait", args.ray_startup_wait)):  # fmt: skip
+        for flag, value in (
+            ("--gpus-per-run", args.gpus_per_run),
+            ("--ray-startup-wait", args.ray_startup_wait),
+        ):
             if value is not None:
                 raise ValueError(f"{flag} needs --ray")
         return None
-    from ..runs.ray_cluster import RayOptions
-
+    RayOptions = _part("runner", "ray", "--ray", "ray")
     address = None if args.ray == "local" else args.ray
     return RayOptions(address, args.gpus_per_run, args.ray_startup_wait)
 
 
 def _queue(args):
-    """The GPU queue's :class:`~hcct_lite.runs.gpu_queue.QueueOptions`, or None unless asked."""
-    asked = [(f, v) for f, v in (("--deadline", args.deadline), ("--run-log", args.run_log),
-                                  ("--memory-gb", args.memory_gb)) if v is not None]  # fmt: skip
+    """The GPU queue's :class:`~hcct_lite.gpu.queue.QueueOptions`, or None unless asked."""
+    asked = [
+        (f, v)
+        for f, v in (
+            ("--deadline", args.deadline),
+            ("--run-log", args.run_log),
+            ("--memory-gb", args.memory_gb),
+        )
+        if v is not None
+    ]
     if not asked:
         return None
     if not str(args.device).startswith("cuda") or args.ray is not None:
         raise ValueError(f"{asked[0][0]} needs --device cuda without --ray (the GPU queue)")
-    from ..runs.gpu_queue import QueueOptions
-
+    QueueOptions = _part("runner", "gpu-queue", asked[0][0], "gpu")
     if args.run_log is not None:
         from ..runs.store import check_output_path
 
         check_output_path(args.run_log, what="--run-log")
-    return QueueOptions(workers=args.workers, memory_gb=args.memory_gb,
-                        deadline=args.deadline, log=args.run_log)  # fmt: skip
+    return QueueOptions(
+        workers=args.workers, memory_gb=args.memory_gb, deadline=args.deadline, log=args.run_log
+    )
 
 
 def _capability(args):
@@ -103,9 +120,13 @@ def _reproduce(args) -> int:
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1; got {args.workers}")
     names = list(GRIDS) if args.grids == ["all"] else args.grids
-    jobs = with_settings(grid_jobs(names, args.seeds), norm_limit=args.norm_limit,
-                         cuda_graphs=args.cuda_graphs, batched_clients=args.batched_clients,
-                         gpu_precision=args.gpu_precision)  # fmt: skip
+    jobs = with_settings(
+        grid_jobs(names, args.seeds),
+        norm_limit=args.norm_limit,
+        cuda_graphs=args.cuda_graphs,
+        batched_clients=args.batched_clients,
+        gpu_precision=args.gpu_precision,
+    )
     if args.list:
         for name in names:
             runs = sum(j.grid == name for j in jobs)
@@ -144,8 +165,11 @@ def report_run(label: str, r: dict, json_path: str | None = None) -> int:
         print(f"rejected: epoch {rej['epoch']}, client {rej['client']}: {rej['reason']}")
     status = r.get("status", {"state": "complete"})
     if status["state"] != "complete":
-        kept = (f"the partial result is in {json_path}" if json_path
-                else "add --json PATH to keep the partial result")  # fmt: skip
+        kept = (
+            f"the partial result is in {json_path}"
+            if json_path
+            else "add --json PATH to keep the partial result"
+        )
         print(
             f"hcct-lite: error: {label} stopped in epoch {status['epoch']}: {status['reason']} "
             f"({kept})",
@@ -160,26 +184,7 @@ def report_run(label: str, r: dict, json_path: str | None = None) -> int:
     return 0
 
 
-def _flower_run(args) -> int:
-    from ..deploy.submit import submit_and_wait
-
-    code, message = submit_and_wait(
-        args.app, args.federation, args.run_config, timeout=args.timeout
-    )
-    print(message if code == 0 else f"hcct-lite: error: {message}",
-          file=sys.stdout if code == 0 else sys.stderr)  # fmt: skip
-    return code
-
-
-def _silo_exec(args) -> int:
-    from ..deploy.silo_exec import run_silo_exec
-
-    run_silo_exec(args.runtime_api_address, args.insecure, args.root_certificates,
-                  args.max_task_seconds, args.state_dir)  # fmt: skip
-    return 0
-
-
-def _settings(args) -> dict:
+def run_settings(args) -> dict:
     """The RunConfig settings the options set, the hand-made partition parsed.
 
     The output paths are checked here, before any training (not for a dry run, which
@@ -204,33 +209,23 @@ def _settings(args) -> dict:
 def _run(args) -> int:
     from ..runs.runner import run_one
 
-    r = run_one(args.task, args.scheme, args.seed, args.json, progress=not args.quiet,
-                cpu_capability=_capability(args), **_settings(args))  # fmt: skip
-    return report_run(f"{args.task} / {args.scheme} / seed {args.seed}", r, args.json)
-
-
-def _flower_sim(args) -> int:
-    from ..training.config import make_config
-
-    overrides = _settings(args)
-    try:
-        from ..flower.simulation import run_flower_simulation
-    except ImportError as err:
-        raise ValueError(
-            f"flower-sim needs the flower extra: pip install 'hcct-lite[flower]' ({err})"
-        ) from None
-    cfg = make_config(args.task, args.scheme, args.seed, **overrides)
-    r = run_flower_simulation(cfg, args.json, engine=args.engine, ray_address=args.ray_address)
-    return report_run(
-        f"{args.task} / {args.scheme} / seed {args.seed} on Flower ({args.engine})", r, args.json
+    r = run_one(
+        args.task,
+        args.scheme,
+        args.seed,
+        args.json,
+        progress=not args.quiet,
+        cpu_capability=_capability(args),
+        **run_settings(args),
     )
+    return report_run(f"{args.task} / {args.scheme} / seed {args.seed}", r, args.json)
 
 
 def _compare(args) -> int:
     from ..runs.results import save_tables
     from ..runs.runner import run_grid
 
-    overrides = _settings(args)
+    overrides = run_settings(args)
     schemes = list(SCHEMES) if args.schemes == ["all"] else args.schemes
     results = run_grid(
         args.task,
@@ -252,10 +247,7 @@ def _compare(args) -> int:
 
 COMMANDS = {
     "run": _run,
-    "flower-sim": _flower_sim,
     "compare": _compare,
-    "flower-run": _flower_run,
-    "silo-exec": _silo_exec,
     "reproduce": _reproduce,
     "verify": _verify,
     "canaries": _canaries,

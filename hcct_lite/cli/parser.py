@@ -8,88 +8,74 @@ from __future__ import annotations
 
 import argparse
 
-from ..flower.simulation import ENGINES
+from ..parts import each
 from ..schemes.registry import scheme_names
-from ..schemes.robust import AGGREGATORS
 from ..training.tasks import TASKS
 
-__all__ = ["build_parser", "OVERRIDES"]
+__all__ = ["build_parser", "OVERRIDES", "add_run_options"]
 
 DESCRIPTION = "``hcct-lite``: run one experiment or a resumable grid from the command line."
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}")
-    p.add_argument("--epochs", type=int, help="training epochs (default: the task's)")
-    p.add_argument("--alpha", type=float, help="HCCT's alpha (default: the task's, Table III)")
-    p.add_argument("--device", default="cpu", help="auto, cpu or cuda (default cpu)")
-    p.add_argument("--clients", dest="n_clients", type=int, help="number of clients N")
-    p.add_argument("--samples", type=int, help="average samples assigned per client")
-    p.add_argument("--train-ratio", type=float, help="share of each client's samples for training")
-    p.add_argument("--local-epochs", type=int)
-    p.add_argument("--batch-size", type=int)
-    p.add_argument("--lr", type=float, help="initial learning rate (decays by --lr-decay)")
-    p.add_argument("--lr-decay", type=float)
-    p.add_argument("--cluster-models", type=int, help="IFCA/FLSC number of cluster models")
-    p.add_argument("--soft-groups", type=int, help="FLSC: cluster models per client")
-    p.add_argument(
-        "--maxfl-reference-epochs", type=int, help="MAXFL: local epochs of the reference model"
+def add_run_options(p: argparse.ArgumentParser, scheme: bool = False) -> None:
+    """Add a run's settings to ``p`` (``scheme``: --scheme, --seed and --json too).
+
+    The optional parts add theirs (the deployment's defences) as option groups.
+    """
+    run = p.add_argument_group("the run")
+    run.add_argument("--task", required=True, metavar="NAME", help=f"one of {', '.join(TASKS)}")
+    if scheme:
+        names = ", ".join(scheme_names())
+        run.add_argument("--scheme", required=True, metavar="NAME", help=names)
+        run.add_argument("--seed", type=int, default=0, metavar="N", help="default 0")
+        run.add_argument("--json", metavar="FILE", help="write the result JSON here")
+    run.add_argument("--epochs", type=int, metavar="N", help="default: the task's (Table III)")
+    run.add_argument("--device", default="cpu", help="auto, cpu (default) or cuda")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    fed = p.add_argument_group("the federation and local training (default: the task's)")
+    fed.add_argument("--clients", dest="n_clients", type=int, metavar="N", help="clients N")
+    fed.add_argument("--samples", type=int, metavar="N", help="mean samples per client")
+    fed.add_argument("--train-ratio", type=float, metavar="X", help="share for training")
+    fed.add_argument("--local-epochs", type=int, metavar="N", help="local epochs per epoch")
+    fed.add_argument("--batch-size", type=int, metavar="N", help="local SGD batch size")
+    fed.add_argument("--lr", type=float, metavar="X", help="learning rate of epoch 0")
+    fed.add_argument("--lr-decay", type=float, metavar="X", help="its factor per epoch")
+    fed.add_argument("--domains", nargs="+", metavar="NAME", help="digit task: its domains")
+    fed.add_argument("--dataset", metavar="NAME", help="image source, e.g. mnist for fmnist")
+    fed.add_argument("--initial-clients", type=int, metavar="N", help="clients at epoch 0")
+    fed.add_argument("--new-clients", type=int, metavar="N", help="new clients every 10 epochs")
+    fed.add_argument("--data-root", metavar="DIR", help="torchvision's data folder")
+    fed.add_argument(
+        "--no-download", dest="download", action="store_false", default=None, help="offline only"
     )
-    p.add_argument(
+    sch = p.add_argument_group("the schemes (default: the task's)")
+    sch.add_argument("--alpha", type=float, metavar="X", help="HCCT's alpha")
+    sch.add_argument("--fixed-groups", type=int, metavar="K", help="HCCT: exactly K groups")
+    sch.add_argument("--cluster-models", type=int, metavar="N", help="IFCA, FLSC: models")
+    sch.add_argument("--soft-groups", type=int, metavar="N", help="FLSC: models per client")
+    sch.add_argument("--maxfl-reference-epochs", type=int, metavar="N", help="MAXFL's reference")
+    sch.add_argument(
         "--maxfl-threshold",
         choices=["distance", "reference-loss"],
-        help="MAXFL: ||w_ref - w_glob||^2 (the paper, default) or the reference's training loss",
+        metavar="RULE",
+        help="MAXFL: distance (the paper's) or reference-loss",
     )
-    p.add_argument("--fixed-groups", type=int, help="HCCT family: force exactly K groups")
-    p.add_argument("--domains", nargs="+", help="digit task: domains (default the paper's five)")
-    p.add_argument("--dataset", help="image source, e.g. mnist for the fmnist task offline")
-    p.add_argument(
+    sch.add_argument("--partition", metavar="GROUPS", help="fixed: the groups, e.g. '0,1|2'")
+    authors = "the authors' code"
+    sch.add_argument(
         "--update-includes-buffers",
         action="store_true",
         default=None,
-        help="updates over every state entry, batch-norm buffers included (the authors' code)",
+        help=f"updates over batch-norm buffers too ({authors})",
     )
-    p.add_argument(
+    sch.add_argument(
         "--authors-round0",
         action="store_true",
         default=None,
-        help="epoch 0 is one FedAvg round for every client (the authors' code)",
+        help=f"epoch 0 is one FedAvg round ({authors})",
     )
-    _defence_options(p)
-    p.add_argument("--initial-clients", type=int, help="incoming clients: clients at epoch 0")
-    p.add_argument("--new-clients", type=int, help="incoming clients: new ones every 10 epochs")
-    p.add_argument("--data-root", help="torchvision data root (default ~/.cache/hcct_lite)")
-    p.add_argument("--no-download", dest="download", action="store_false", default=None)
-    p.add_argument("--partition", help="the 'fixed' scheme's groups, e.g. '0,1|2'")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def _defence_options(p) -> None:
-    """The options of the defence against crafted replies (docs/deploy.md)."""
-    p.add_argument(
-        "--norm-limit",
-        type=float,
-        help="reject a reply whose update is this many times the round's median, as it stands "
-        "and per local step (default 0: off, the paper's; a deployment's app sets 20)",
-    )
-    p.add_argument(
-        "--aggregator",
-        choices=AGGREGATORS,
-        help="how a group's models become one: mean (FedAvg, the paper's; default) or a "
-        "robust rule (docs/deploy.md)",
-    )
-    p.add_argument(
-        "--clip-factor", type=float, help="robust rules: clip to this x the median (default 4)"
-    )
-    p.add_argument(
-        "--trim-fraction", type=float, help="trimmed-mean: share dropped each side (0.25)"
-    )
-    p.add_argument(
-        "--count-bound",
-        type=float,
-        help="a declared sample count counts at most this many times the median count "
-        "(steps, clip, norm allowance, weight; default 0: as declared)",
-    )
+    for add in each("options").values():  # the optional parts' settings of a run
+        add(p)
 
 
 def _overrides() -> tuple:
@@ -100,12 +86,19 @@ def _overrides() -> tuple:
     option's default is set there, in the order the options were added).
     """
     p = argparse.ArgumentParser(add_help=False)
-    _common(p)
+    add_run_options(p)
     dests = vars(p.parse_args(["--task", "any"]))
     return tuple(d for d in dests if d not in ("task", "partition", "quiet"))
 
 
 OVERRIDES = _overrides()
+
+
+class _Help(argparse.HelpFormatter):
+    """Help on one screen: each option and its help on one line."""
+
+    def __init__(self, prog):
+        super().__init__(prog, max_help_position=32, width=100)
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -118,45 +111,31 @@ class _OneLineParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The ``hcct-lite`` argument parser, one subcommand per job.
 
-    Training (run, flower-sim, compare), deployment (flower-run, silo-exec) and the paper
-    (reproduce, verify).
+    Training (run, compare) and the paper (reproduce, verify, canaries); the optional parts
+    add theirs (the deployment: flower-sim, flower-run, silo-exec).
     """
-    parser = _OneLineParser(prog="hcct-lite", description=DESCRIPTION)
+    parser = _OneLineParser(prog="hcct-lite", description=DESCRIPTION, formatter_class=_Help)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     _add_training_commands(sub)
-    _add_deployment_commands(sub)
     _add_paper_commands(sub)
+    for add in each("command").values():  # the optional parts' subcommands
+        add(sub)
     return parser
 
 
 def _add_training_commands(sub) -> None:
-    """``run``, ``flower-sim`` (one experiment) and ``compare`` (a grid of them)."""
-    run = sub.add_parser("run", help="run one experiment")
-    sim = sub.add_parser("flower-sim", help="run one experiment as Flower apps, one per silo")
-    for p in (run, sim):
-        _common(p)
-        p.add_argument("--scheme", required=True, help=f"one of {', '.join(scheme_names())}")
-        p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--json", help="write the result JSON here")
+    """``run`` (one experiment) and ``compare`` (a grid of them)."""
+    usage = "hcct-lite run --task NAME --scheme NAME [options]"
+    run = sub.add_parser("run", help="run one experiment", usage=usage, formatter_class=_Help)
+    add_run_options(run, scheme=True)
     run.add_argument(
         "--cpu-capability",
         choices=["default", "avx2", "avx512", "machine"],
-        help="torch's CPU kernels, in a fresh process of one thread (default: this process, "
-        "the machine's own)",
-    )
-    sim.add_argument(
-        "--engine",
-        choices=ENGINES,
-        default="inline",
-        help="inline: every silo in this process (default); ray: Flower's simulation engine",
-    )
-    sim.add_argument(
-        "--ray-address",
-        metavar="ADDRESS",
-        help="with --engine ray: the running Ray cluster to use (auto, or its head's host:port)",
+        metavar="KIND",
+        help="torch's CPU kernels in a fresh process: default, avx2, avx512, machine",
     )
     cmp_ = sub.add_parser("compare", help="run a grid of schemes x seeds; resumable")
-    _common(cmp_)
+    add_run_options(cmp_)
     cmp_.add_argument("--schemes", nargs="+", default=["all"])
     cmp_.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     cmp_.add_argument("--out", required=True, help="folder for the JSON files and tables")
@@ -165,39 +144,6 @@ def _add_training_commands(sub) -> None:
     )
     _store_options(cmp_, capability=None)
     _cluster_options(cmp_)
-
-
-def _add_deployment_commands(sub) -> None:
-    """``flower-run`` (submit to a SuperLink) and ``silo-exec`` (a silo's warm executor)."""
-    sub_ = sub.add_parser(
-        "flower-run", help="submit a run to a SuperLink (flwr run) and wait for its outcome"
-    )
-    sub_.add_argument("app", help="the Flower app folder, e.g. hcct_lite/flower/app")
-    sub_.add_argument("federation", help="the SuperLink's entry in Flower's config.toml")
-    sub_.add_argument("--run-config", default="", help="flwr run's --run-config string")
-    sub_.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait")
-    ex = sub.add_parser(
-        "silo-exec", help="a warm SuperExec for a SuperNode started with --isolation process"
-    )
-    ex.add_argument(
-        "--runtime-api-address",
-        default="127.0.0.1:9094",
-        help="the SuperNode's Runtime API, host:port (its --port; default 127.0.0.1:9094)",
-    )
-    ex.add_argument("--insecure", action="store_true", help="the Runtime API has no TLS")
-    ex.add_argument("--root-certificates", help="CA of the Runtime API's TLS certificate")
-    ex.add_argument(
-        "--max-task-seconds",
-        type=float,
-        default=1800.0,
-        help="end a ClientApp task still running after this many seconds (default 1800; 0: "
-        "no limit)",
-    )
-    ex.add_argument(
-        "--state-dir",
-        help="private folder of the silo's task records, used to answer for a task that died "
-        "(default: one per --runtime-api-address in ~/.cache/hcct_lite)",
-    )
 
 
 def _add_paper_commands(sub) -> None:

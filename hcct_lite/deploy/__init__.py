@@ -1,9 +1,14 @@
-"""Deployment tools that reach into Flower's internals, in one room on a pinned Flower.
+"""The deployment, an optional part: Flower apps, their defences, privacy, deploy tools.
 
-:mod:`hcct_lite.flower` holds what uses Flower's public API (the ServerApp and ClientApp,
-reading replies, a silo's data, the simulation). What needs Flower's private code lives
-here, and each private use is a name of :mod:`.flower_internals`, the only module that
-imports one:
+- :mod:`.flower`: the ServerApp and ClientApp on Flower's public API, reading replies, a
+  silo's data, the simulation.
+- :mod:`.defences`: the count bound, the norm rule and the robust aggregators, one layer
+  that a run adds only when its settings ask for it.
+- :mod:`.privacy`: DP-SGD at a silo (Opacus).
+- :mod:`.commands`: the subcommands ``flower-sim``, ``flower-run`` and ``silo-exec``.
+
+What needs Flower's private code lives here too, and each private use is a name of
+:mod:`.flower_internals`, the only module that imports one:
 
 - :mod:`.inline`: :class:`~.inline.InlineGrid`, every silo in one process (``flower-sim``'s
   default engine), messages as the bytes a SuperLink stores.
@@ -16,3 +21,17 @@ imports one:
 Flower is pinned to :data:`.flower_internals.TESTED_RANGE`; ``make flower-next`` runs the
 Flower tests against Flower's nightly build (docs/deploy.md).
 """
+
+from __future__ import annotations
+
+__all__ = ["register"]
+
+
+def register() -> None:
+    """Tell the core what this part adds (its entry point calls this)."""
+    from ..parts import register as add
+
+    add("defence", "deployment", "hcct_lite.deploy.defences.layer:Defence", "deploy")
+    add("check", "defence", "hcct_lite.deploy.defences.layer:check_config", "deploy")
+    add("options", "defence", "hcct_lite.deploy.defences.layer:add_options", "deploy")
+    add("command", "deployment", "hcct_lite.deploy.commands:add_commands", "deploy")

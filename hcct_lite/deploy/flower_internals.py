@@ -1,14 +1,14 @@
 """Every use of Flower's private code in hcct-lite, named once, on the Flower range it is tested on.
 
 Flower's public API (``flwr.app``, ``flwr.clientapp``, ``flwr.serverapp``,
-``flwr.simulation``) is all :mod:`hcct_lite.flower` uses. Three tools need more: the
+``flwr.simulation``) is all :mod:`hcct_lite.deploy.flower` uses. Three tools need more: the
 in-process grid (:mod:`.inline`: a message made into the bytes a SuperLink stores and back),
 the silo's warm executor (:mod:`.silo_exec` and :mod:`.task_journal`: Flower's SuperExec
 loop with a forking executor, a task's pull and push recorded, an error reply for a task
 that died) and ``hcct-lite flower-run`` (:mod:`.submit`: a run's status from the SuperLink's
 Control API). Each thing they take from Flower's internals is a function or a name of this
 module, and nothing else in the package imports a private Flower module or writes a private
-attribute of a Flower object (``tests/test_architecture.py`` checks both).
+attribute of a Flower object (``tests/architecture/test_architecture.py`` checks both).
 
 Private code changes without notice, so the dependency is pinned to :data:`TESTED_RANGE`
 (``pyproject.toml`` and ``environment.yml``). A Flower outside it is warned about once, on

@@ -46,7 +46,7 @@ TASK_POLL_SECONDS = 0.1
 MAX_TASK_SECONDS = 1800.0
 READY = "silo-exec: warm (torch, Flower and hcct-lite imported), serving ClientApp tasks"
 # What every ClientApp task of hcct-lite imports: done once, before any fork
-CLIENT_MODULES = ("torch", "hcct_lite.flower.client")
+CLIENT_MODULES = ("torch", "hcct_lite.deploy.flower.client")
 
 
 def _run_child(spec, certificates) -> None:
@@ -103,8 +103,13 @@ class ForkExecutor(flower.SubprocessExecutor):
     orphans : set of pids of tasks an executor killed before this one left in the journal
     """
 
-    def __init__(self, certificates=None, max_task_seconds: float = MAX_TASK_SECONDS,
-                 journal=None, connect=None):  # fmt: skip
+    def __init__(
+        self,
+        certificates=None,
+        max_task_seconds: float = MAX_TASK_SECONDS,
+        journal=None,
+        connect=None,
+    ):
         super().__init__()
         self.certificates, self.children = certificates, {}
         self.max_task_seconds, self.journal, self.connect = max_task_seconds, journal, connect
@@ -156,9 +161,14 @@ def runtime_connector(runtime_api_address: str, insecure: bool, certificates):
     return lambda token: flower.runtime_client(runtime_api_address, insecure, certificates, token)
 
 
-def run_silo_exec(runtime_api_address: str, insecure: bool = False, root_certificates=None,
-                  max_task_seconds: float = MAX_TASK_SECONDS, state_dir=None,
-                  warm=CLIENT_MODULES) -> None:  # fmt: skip
+def run_silo_exec(
+    runtime_api_address: str,
+    insecure: bool = False,
+    root_certificates=None,
+    max_task_seconds: float = MAX_TASK_SECONDS,
+    state_dir=None,
+    warm=CLIENT_MODULES,
+) -> None:
     """Serve one SuperNode's ClientApp tasks from a warm process until it is stopped.
 
     Parameters

@@ -98,8 +98,10 @@ def submit_and_wait(
             except Exception as err:  # noqa: BLE001 - any failure to ask is reported as one
                 failed += 1
                 if failed == FAILED_ASKS:  # one lost answer does not give up on a long run
-                    raise RuntimeError(f"asking the SuperLink for run {run_id}'s status failed "
-                                       f"{failed} times in a row: {err}") from err  # fmt: skip
+                    raise RuntimeError(
+                        f"asking the SuperLink for run {run_id}'s status failed "
+                        f"{failed} times in a row: {err}"
+                    ) from err
             if status.startswith("finished"):
                 ok = status.endswith(":completed")
                 why = "" if ok else FAILED_HOW

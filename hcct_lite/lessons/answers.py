@@ -199,16 +199,18 @@ def _designer_pairs():
 ANSWERS = {
     "01.1": lambda: break_even_with({0: 180}, [0], [1]),
     "01.2": lambda: break_even_with({2: 224}, [0, 1], [2]),
-    "01.3": lambda: bool(set.intersection(*(set(b) for b in
-                                            selfish_choices(_pattern_results()).values()))),
+    "01.3": lambda: bool(
+        set.intersection(*(set(b) for b in selfish_choices(_pattern_results()).values()))
+    ),
     "01.4": lambda: all(_errors(r, 0) == _errors(r, 1) for r in _pattern_results()["(1,2)"]),
     "01.5": _pair_order,
     "02.1": lambda: 4 / (0.1 * 200),
     "02.2": lambda: _first_paying(200, 0.1, start=200),
     "02.3": lambda: 4.0,  # 4 L^2 / (delta mu) as delta -> 1, its largest admissible value
     "02.4": lambda: 0.5 * np.abs(np.r_[np.full(5, 0.2), np.zeros(5)] - np.full(10, 0.1)).sum(),
-    "02.5": lambda: next(t for t in range(1, 10_000)
-                         if learning_rate_sum(t) >= learning_rate_sum() / 2),
+    "02.5": lambda: next(
+        t for t in range(1, 10_000) if learning_rate_sum(t) >= learning_rate_sum() / 2
+    ),
     "03.1": _first_merge_when_bigger,
     "03.2": _one_group_from,
     "03.3": _recovered_seeds,
@@ -222,4 +224,4 @@ ANSWERS = {
     "05.3": _lowest_across,
     "05.4": _pooled_alpha,
     "05.5": _designer_pairs,
-}  # fmt: skip
+}

@@ -256,8 +256,9 @@ def verdict(ex: Exercise, answer, right) -> Verdict:
     try:
         read_answer(ex.kind, answer, ex.options)
     except Unreadable as why:
-        return Verdict(False, f"Exercise {ex.key}: your answer is {why}; the exercise wants "
-                              f"{ex.asks}.")  # fmt: skip
+        return Verdict(
+            False, f"Exercise {ex.key}: your answer is {why}; the exercise wants {ex.asks}."
+        )
     if judge(ex.kind, answer, right, ex.decimals, ex.options):
         return Verdict(True, f"Exercise {ex.key}: right.")
     return Verdict(False, f"Exercise {ex.key}: not yet. {ex.hint}")

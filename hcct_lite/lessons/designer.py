@@ -60,8 +60,11 @@ def _rotated_pairs(n, samples, alpha):
 PRESETS = {
     "rotated pairs": _rotated_pairs(8, 200, 50.0),
     "motivating example": (
-        [Silo(80, classes=(0, 1, 2, 3, 4)), Silo(320, classes=(0, 1, 2, 3, 4)),
-         Silo(400, classes=(5, 6, 7, 8, 9))],
+        [
+            Silo(80, classes=(0, 1, 2, 3, 4)),
+            Silo(320, classes=(0, 1, 2, 3, 4)),
+            Silo(400, classes=(5, 6, 7, 8, 9)),
+        ],
         100.0,
     ),
     "small clients": _rotated_pairs(8, 40, 9.0),
@@ -71,7 +74,7 @@ PRESETS = {
         1.0,
     ),
     "label skew": ([Silo(200, concentration=0.1) for _ in range(6)], 50.0),
-}  # fmt: skip
+}
 
 
 def parse_classes(text: str) -> tuple:
@@ -122,8 +125,9 @@ def check_silos(silos) -> None:
 def _check_classes(k: int, classes) -> None:
     """Silo ``k``'s classes: a non-empty tuple of distinct digits 0-9."""
     if not isinstance(classes, tuple):
-        raise ValueError(f"silo {k}'s classes must be a tuple of digits such as (0, 1, 2); "
-                         f"got {classes!r}")  # fmt: skip
+        raise ValueError(
+            f"silo {k}'s classes must be a tuple of digits such as (0, 1, 2); got {classes!r}"
+        )
     if not classes:
         raise ValueError(f"silo {k}'s label mix is all zero: allow at least one class")
     if any(not _whole(c) or not 0 <= c < CLASSES for c in classes):
@@ -210,9 +214,14 @@ class Designer:
             parts.append(rng.choice(self._pools[c], size=n, replace=False))
         k = silo.rotation // 90
         (client,) = make_clients(
-            self._data, [np.concatenate(parts)], 0.5, rng, *MODEL_INPUT["small_digits"],
-            [f"rot{silo.rotation}"], transform=lambda i, x: torch.rot90(x, k, dims=(2, 3)),
-        )  # fmt: skip
+            self._data,
+            [np.concatenate(parts)],
+            0.5,
+            rng,
+            *MODEL_INPUT["small_digits"],
+            [f"rot{silo.rotation}"],
+            transform=lambda i, x: torch.rot90(x, k, dims=(2, 3)),
+        )
         return client
 
     def update(self, silo: Silo, index: int):
@@ -246,13 +255,19 @@ class Designer:
         clients = [self.client(s, i) for i, s in enumerate(silos)]
         updates = [self.update(s, i) for i, s in enumerate(silos)]
         sizes = np.array([c.size for c in clients])
-        hist = np.array([np.bincount(c.y_train.numpy(), minlength=CLASSES) / c.size
-                         for c in clients])  # fmt: skip
+        hist = np.array(
+            [np.bincount(c.y_train.numpy(), minlength=CLASSES) / c.size for c in clients]
+        )
         p = client_partition(updates, sizes, alpha=a)
         groups = [[i + 1 for i in g] for g in p.groups]
-        return dict(hist=hist, cosines=cosine_matrix(updates), partition=p, sizes=sizes,
-                    terms=bound_terms(hist, sizes, p.groups, chosen),
-                    text=f"alpha = {a:.3g}: {p.n_groups} group(s) {groups}")  # fmt: skip
+        return dict(
+            hist=hist,
+            cosines=cosine_matrix(updates),
+            partition=p,
+            sizes=sizes,
+            terms=bound_terms(hist, sizes, p.groups, chosen),
+            text=f"alpha = {a:.3g}: {p.n_groups} group(s) {groups}",
+        )
 
     def train(self, silos, alpha, epochs: int = 5) -> dict:
         """Each silo's final test error (%) under HCCT's pattern, Independent and Global.
@@ -267,11 +282,19 @@ class Designer:
         groups = self.picture(silos, alpha)["partition"].groups
         clients = [self.client(s, i) for i, s in enumerate(silos)]
         out = {}
-        for name, scheme, part in (("HCCT's pattern", "fixed", groups),
-                                   ("independent", "independent", None),
-                                   ("global", "global", None)):  # fmt: skip
-            cfg = make_config("rotated-digits", scheme, n_clients=len(silos), epochs=epochs,
-                              partition=part, **self._cfg)  # fmt: skip
+        for name, scheme, part in (
+            ("HCCT's pattern", "fixed", groups),
+            ("independent", "independent", None),
+            ("global", "global", None),
+        ):
+            cfg = make_config(
+                "rotated-digits",
+                scheme,
+                n_clients=len(silos),
+                epochs=epochs,
+                partition=part,
+                **self._cfg,
+            )
             out[name] = run_experiment(cfg, progress=False, clients=clients)["final"][
                 "client_test_error"
             ]
@@ -295,5 +318,8 @@ def bound_terms(hist, sizes, groups, chosen: int, delta: float = 0.1) -> dict:
     members = next(g for g in groups if chosen in g)
     mix = sizes[members] @ hist[members] / sizes[members].sum()
     tv = 0.5 * float(np.abs(mix - hist[chosen]).sum())
-    return dict(alone=(4 / (delta * sizes[chosen]), 0.0),
-                group=(4 / (delta * sizes[members].sum()), tv), members=list(members))  # fmt: skip
+    return dict(
+        alone=(4 / (delta * sizes[chosen]), 0.0),
+        group=(4 / (delta * sizes[members].sum()), tv),
+        members=list(members),
+    )

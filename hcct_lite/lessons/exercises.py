@@ -15,112 +15,231 @@ from .modes import current_mode
 
 __all__ = ["EXERCISES", "check"]
 
-_SCHEMES = ("independent", "global", "hcct", "hcct-e", "hcct-p", "maxfl", "fedfa", "ifca",
-            "flsc")  # fmt: skip
+_SCHEMES = ("independent", "global", "hcct", "hcct-e", "hcct-p", "maxfl", "fedfa", "ifca", "flsc")
 
 _LIST = [
-    Exercise("01.1", "your alpha (a number, to one decimal)", ANSWERS["01.1"], decimals=1,
-             wrong=(lambda: break_even_with({}, [0], [1]), -1.0),
-             hint="Copy sizes (sizes.copy()), set the copy's first entry to 180, and pass the "
-                  "copy to break_even_alpha(updates, new_sizes, [0], [1]). More samples shrink "
-                  "the data part 1/D_1 + 1/D_2 - 2/(D_1 + D_2)."),
-    Exercise("01.2", "your alpha (a number, to one decimal)", ANSWERS["01.2"], decimals=1,
-             wrong=(lambda: break_even_with({0: 180, 2: 224}, [0, 1], [2]),
-                    lambda: break_even_with({}, [0, 1], [2])),
-             hint="Client 3 joins a group: the groups are [0, 1] and [2], with only sizes[2] "
-                  "changed, to 224, in a fresh copy (sizes.copy()): new = sizes would change "
-                  "sizes itself, and exercise 1's change would still be in it."),
-    Exercise("01.3", "True or False: one pattern is best for every client", ANSWERS["01.3"],
-             kind="bool", wrong=("maybe", 2),
-             hint="For each client, find the patterns with its lowest mean error in "
-                  "pattern_means(results) (keep ties); then look for a pattern on every list."),
-    Exercise("01.4", "True or False: clients 1 and 2 end with the same error at every seed "
-             "in (1,2)", ANSWERS["01.4"], kind="bool", wrong=("same",),
-             hint="For each seed's run r in results['(1,2)'], compare "
-                  "r['final']['client_test_error'][0] with [1]. Sharing a model is not "
-                  "sharing a test set."),
-    Exercise("01.5", 'the three pairs in order, e.g. ["(1,3)", "(1,2)", "(2,3)"]',
-             ANSWERS["01.5"], kind="sequence", wrong=(["(1,2)", "(1,3)", "(2,3)"], ["(9,9)"]),
-             hint="Swap the first two entries of a copy of sizes, compute the break-even alpha "
-                  "of each pair with it, and sort the pairs by it, smallest first."),
-    Exercise("02.1", "the largest divergence (a number, to three decimals)", ANSWERS["02.1"],
-             decimals=3, wrong=(0.4, 0.1),
-             hint="However large the group, joining removes at most the client's own sample "
-                  "term 4L^2/(delta mu D_i); a larger divergence is never paid for."),
-    Exercise("02.2", "the smallest group size (a whole number)", ANSWERS["02.2"],
-             kind="integer", wrong=(400, 402, 200),
-             hint="Scan D_G upwards from 200 until hl.join_gain(200, D_G, 0.1, delta=0.1) is "
-                  "strictly positive: a gain of exactly 0 does not lower the bound."),
-    Exercise("02.3", "the alpha (a number, to one decimal)", ANSWERS["02.3"], decimals=1,
-             wrong=(1.0, 40.0, 0.0),
-             hint="The analogy's alpha is inversely proportional to delta, a probability "
-                  "below one: where in that range is alpha smallest, and what does the "
-                  "formula approach there?"),
-    Exercise("02.4", "the total-variation distance (a number, to two decimals)",
-             ANSWERS["02.4"], decimals=2, wrong=(1.0, 0.0, 0.25),
-             hint="Write both label distributions as ten shares (the first: 0.2 on each of "
-                  "digits 0-4, 0 elsewhere), then take half the sum of |p_c - q_c|."),
-    Exercise("02.5", "a number of epochs (a whole number)", ANSWERS["02.5"], kind="integer",
-             wrong=(100, 200),
-             hint="hl.learning_rate_sum(T) is xi_T and hl.learning_rate_sum() its limit: find "
-                  "the first T where the first reaches half the second."),
-    Exercise("03.1", "the two clients merged first, e.g. [3, 5] (clients counted from 1)",
-             ANSWERS["03.1"], kind="set", wrong=([1, 3], [99, 98]), clients=True,
-             hint="Change a copy of sizes (its third entry is client 3), run "
-                  "hl.merge_steps(updates, new_sizes, alpha=100.0) and read its first step: "
-                  "which pair now has the largest data part among the similar pairs?"),
-    Exercise("03.2", "the alpha (a number, to the nearest whole number)", ANSWERS["03.2"],
-             decimals=0, wrong=(1000.0, 10.0),
-             hint="Bisect on alpha: client_partition(...).n_groups never grows with alpha, so "
-                  "halve the interval between an alpha with several groups and one with one "
-                  "until it is narrower than 1."),
-    Exercise("03.3", "the number of seeds (a whole number from 0 to 10)", ANSWERS["03.3"],
-             kind="integer", wrong=(10, 0),
-             hint="Loop over seed in range(10): draw clustered_updates([3, 3, 2], dim=2000, "
-                  "noise=1.5, seed=seed), partition at alpha = 100, and count the seeds whose "
-                  "groups are exactly the true clusters (compare sorted groups)."),
-    Exercise("03.4", '"greedy", "optimum", "both" or "neither"', ANSWERS["03.4"],
-             kind="choice", options=("greedy", "optimum", "both", "neither"), wrong=("both",),
-             hint="Compare each partition's groups with the true clusters, cluster by cluster."),
-    Exercise("04.1", 'a scheme\'s name, e.g. "ifca"', ANSWERS["04.1"], kind="choice",
-             options=_SCHEMES, wrong=("hcct",),
-             hint="hl.by_scheme(runs['cifar10'])[scheme] is ((final mean, std, n), (best mean, "
-                  "std, n)): compute final minus best for every scheme and take the largest."),
-    Exercise("04.2", "the number of seeds (a whole number)", ANSWERS["04.2"], kind="integer",
-             wrong=(0, -1),
-             hint="Group runs['digit'] by r['seed'] and compare r['final']['mean'] of "
-                  "'global' and 'hcct' seed by seed; count the seeds where Global is lower."),
-    Exercise("04.3", "[pairs with buffers, pairs over parameters], two whole numbers",
-             ANSWERS["04.3"], kind="sequence", wrong=([-1, -1], [0, 45]),
-             hint="Each ablation entry's 'cosines' is a 10 x 10 matrix: count the entries above "
-                  "the diagonal (np.triu_indices) that exceed 0.9, with buffers, then without."),
-    Exercise("04.4", "the alpha (a number, to the nearest whole number)", ANSWERS["04.4"],
-             decimals=0, wrong=(1.0, 100.0),
-             hint="hl.break_even_grid([185], [cosine]) with the within-domain mean cosine "
-                  "over parameters, ablation['parameters']['same']."),
-    Exercise("05.1", "the cosine (a number, to two decimals)", ANSWERS["05.1"], decimals=2,
-             wrong=(0.5, 0.98),
-             hint="The break-even alpha falls as the cosine rises: on a fine grid of cosines "
-                  "(step 0.001 or finer), find the first whose hl.break_even_grid([112], ...) "
-                  "is below 50."),
-    Exercise("05.2", "groups per epoch (a number, to one decimal)", ANSWERS["05.2"],
-             decimals=1, wrong=(4.0, 16.0),
-             hint="small[('hcct', 1)]['groups'] is HCCT's mean number of groups per epoch with "
-                  "one local epoch."),
-    Exercise("05.3", "the cosine (a number, to three decimals)", ANSWERS["05.3"], decimals=3,
-             wrong=(1.0, 0.9),
-             hint="Mask ablation['buffers']['cosines'] where the two clients' rotations "
-                  "(ablation['buffers']['domains']) differ, and take the minimum."),
-    Exercise("05.4", "the alpha (a whole number)", ANSWERS["05.4"], kind="integer",
-             wrong=(1, 1000),
-             hint="For each alpha, average alphas[alpha]['errors'] over seeds 0 and 1; choose "
-                  "the alpha with the lowest average."),
-    Exercise("05.5", "the alpha (a number, to one decimal)", ANSWERS["05.5"], decimals=1,
-             wrong=(4.0, 4.5, 5.5, 10.0),
-             hint="Scan alpha from 1 upwards in steps of 0.1 and watch the designer's groups "
-                  "(designer.picture(silos, alpha)['partition'].n_groups): the answer is the "
-                  "first alpha at which both pairs have formed."),
-]  # fmt: skip
+    Exercise(
+        "01.1",
+        "your alpha (a number, to one decimal)",
+        ANSWERS["01.1"],
+        decimals=1,
+        wrong=(lambda: break_even_with({}, [0], [1]), -1.0),
+        hint="Copy sizes (sizes.copy()), set the copy's first entry to 180, and pass the "
+        "copy to break_even_alpha(updates, new_sizes, [0], [1]). More samples shrink "
+        "the data part 1/D_1 + 1/D_2 - 2/(D_1 + D_2).",
+    ),
+    Exercise(
+        "01.2",
+        "your alpha (a number, to one decimal)",
+        ANSWERS["01.2"],
+        decimals=1,
+        wrong=(
+            lambda: break_even_with({0: 180, 2: 224}, [0, 1], [2]),
+            lambda: break_even_with({}, [0, 1], [2]),
+        ),
+        hint="Client 3 joins a group: the groups are [0, 1] and [2], with only sizes[2] "
+        "changed, to 224, in a fresh copy (sizes.copy()): new = sizes would change "
+        "sizes itself, and exercise 1's change would still be in it.",
+    ),
+    Exercise(
+        "01.3",
+        "True or False: one pattern is best for every client",
+        ANSWERS["01.3"],
+        kind="bool",
+        wrong=("maybe", 2),
+        hint="For each client, find the patterns with its lowest mean error in "
+        "pattern_means(results) (keep ties); then look for a pattern on every list.",
+    ),
+    Exercise(
+        "01.4",
+        "True or False: clients 1 and 2 end with the same error at every seed in (1,2)",
+        ANSWERS["01.4"],
+        kind="bool",
+        wrong=("same",),
+        hint="For each seed's run r in results['(1,2)'], compare "
+        "r['final']['client_test_error'][0] with [1]. Sharing a model is not "
+        "sharing a test set.",
+    ),
+    Exercise(
+        "01.5",
+        'the three pairs in order, e.g. ["(1,3)", "(1,2)", "(2,3)"]',
+        ANSWERS["01.5"],
+        kind="sequence",
+        wrong=(["(1,2)", "(1,3)", "(2,3)"], ["(9,9)"]),
+        hint="Swap the first two entries of a copy of sizes, compute the break-even alpha "
+        "of each pair with it, and sort the pairs by it, smallest first.",
+    ),
+    Exercise(
+        "02.1",
+        "the largest divergence (a number, to three decimals)",
+        ANSWERS["02.1"],
+        decimals=3,
+        wrong=(0.4, 0.1),
+        hint="However large the group, joining removes at most the client's own sample "
+        "term 4L^2/(delta mu D_i); a larger divergence is never paid for.",
+    ),
+    Exercise(
+        "02.2",
+        "the smallest group size (a whole number)",
+        ANSWERS["02.2"],
+        kind="integer",
+        wrong=(400, 402, 200),
+        hint="Scan D_G upwards from 200 until hl.join_gain(200, D_G, 0.1, delta=0.1) is "
+        "strictly positive: a gain of exactly 0 does not lower the bound.",
+    ),
+    Exercise(
+        "02.3",
+        "the alpha (a number, to one decimal)",
+        ANSWERS["02.3"],
+        decimals=1,
+        wrong=(1.0, 40.0, 0.0),
+        hint="The analogy's alpha is inversely proportional to delta, a probability "
+        "below one: where in that range is alpha smallest, and what does the "
+        "formula approach there?",
+    ),
+    Exercise(
+        "02.4",
+        "the total-variation distance (a number, to two decimals)",
+        ANSWERS["02.4"],
+        decimals=2,
+        wrong=(1.0, 0.0, 0.25),
+        hint="Write both label distributions as ten shares (the first: 0.2 on each of "
+        "digits 0-4, 0 elsewhere), then take half the sum of |p_c - q_c|.",
+    ),
+    Exercise(
+        "02.5",
+        "a number of epochs (a whole number)",
+        ANSWERS["02.5"],
+        kind="integer",
+        wrong=(100, 200),
+        hint="hl.learning_rate_sum(T) is xi_T and hl.learning_rate_sum() its limit: find "
+        "the first T where the first reaches half the second.",
+    ),
+    Exercise(
+        "03.1",
+        "the two clients merged first, e.g. [3, 5] (clients counted from 1)",
+        ANSWERS["03.1"],
+        kind="set",
+        wrong=([1, 3], [99, 98]),
+        clients=True,
+        hint="Change a copy of sizes (its third entry is client 3), run "
+        "hl.merge_steps(updates, new_sizes, alpha=100.0) and read its first step: "
+        "which pair now has the largest data part among the similar pairs?",
+    ),
+    Exercise(
+        "03.2",
+        "the alpha (a number, to the nearest whole number)",
+        ANSWERS["03.2"],
+        decimals=0,
+        wrong=(1000.0, 10.0),
+        hint="Bisect on alpha: client_partition(...).n_groups never grows with alpha, so "
+        "halve the interval between an alpha with several groups and one with one "
+        "until it is narrower than 1.",
+    ),
+    Exercise(
+        "03.3",
+        "the number of seeds (a whole number from 0 to 10)",
+        ANSWERS["03.3"],
+        kind="integer",
+        wrong=(10, 0),
+        hint="Loop over seed in range(10): draw clustered_updates([3, 3, 2], dim=2000, "
+        "noise=1.5, seed=seed), partition at alpha = 100, and count the seeds whose "
+        "groups are exactly the true clusters (compare sorted groups).",
+    ),
+    Exercise(
+        "03.4",
+        '"greedy", "optimum", "both" or "neither"',
+        ANSWERS["03.4"],
+        kind="choice",
+        options=("greedy", "optimum", "both", "neither"),
+        wrong=("both",),
+        hint="Compare each partition's groups with the true clusters, cluster by cluster.",
+    ),
+    Exercise(
+        "04.1",
+        'a scheme\'s name, e.g. "ifca"',
+        ANSWERS["04.1"],
+        kind="choice",
+        options=_SCHEMES,
+        wrong=("hcct",),
+        hint="hl.by_scheme(runs['cifar10'])[scheme] is ((final mean, std, n), (best mean, "
+        "std, n)): compute final minus best for every scheme and take the largest.",
+    ),
+    Exercise(
+        "04.2",
+        "the number of seeds (a whole number)",
+        ANSWERS["04.2"],
+        kind="integer",
+        wrong=(0, -1),
+        hint="Group runs['digit'] by r['seed'] and compare r['final']['mean'] of "
+        "'global' and 'hcct' seed by seed; count the seeds where Global is lower.",
+    ),
+    Exercise(
+        "04.3",
+        "[pairs with buffers, pairs over parameters], two whole numbers",
+        ANSWERS["04.3"],
+        kind="sequence",
+        wrong=([-1, -1], [0, 45]),
+        hint="Each ablation entry's 'cosines' is a 10 x 10 matrix: count the entries above "
+        "the diagonal (np.triu_indices) that exceed 0.9, with buffers, then without.",
+    ),
+    Exercise(
+        "04.4",
+        "the alpha (a number, to the nearest whole number)",
+        ANSWERS["04.4"],
+        decimals=0,
+        wrong=(1.0, 100.0),
+        hint="hl.break_even_grid([185], [cosine]) with the within-domain mean cosine "
+        "over parameters, ablation['parameters']['same'].",
+    ),
+    Exercise(
+        "05.1",
+        "the cosine (a number, to two decimals)",
+        ANSWERS["05.1"],
+        decimals=2,
+        wrong=(0.5, 0.98),
+        hint="The break-even alpha falls as the cosine rises: on a fine grid of cosines "
+        "(step 0.001 or finer), find the first whose hl.break_even_grid([112], ...) "
+        "is below 50.",
+    ),
+    Exercise(
+        "05.2",
+        "groups per epoch (a number, to one decimal)",
+        ANSWERS["05.2"],
+        decimals=1,
+        wrong=(4.0, 16.0),
+        hint="small[('hcct', 1)]['groups'] is HCCT's mean number of groups per epoch with "
+        "one local epoch.",
+    ),
+    Exercise(
+        "05.3",
+        "the cosine (a number, to three decimals)",
+        ANSWERS["05.3"],
+        decimals=3,
+        wrong=(1.0, 0.9),
+        hint="Mask ablation['buffers']['cosines'] where the two clients' rotations "
+        "(ablation['buffers']['domains']) differ, and take the minimum.",
+    ),
+    Exercise(
+        "05.4",
+        "the alpha (a whole number)",
+        ANSWERS["05.4"],
+        kind="integer",
+        wrong=(1, 1000),
+        hint="For each alpha, average alphas[alpha]['errors'] over seeds 0 and 1; choose "
+        "the alpha with the lowest average.",
+    ),
+    Exercise(
+        "05.5",
+        "the alpha (a number, to one decimal)",
+        ANSWERS["05.5"],
+        decimals=1,
+        wrong=(4.0, 4.5, 5.5, 10.0),
+        hint="Scan alpha from 1 upwards in steps of 0.1 and watch the designer's groups "
+        "(designer.picture(silos, alpha)['partition'].n_groups): the answer is the "
+        "first alpha at which both pairs have formed.",
+    ),
+]
 
 EXERCISES = {ex.key: ex for ex in _LIST}
 _RIGHT: dict = {}  # (key, mode) -> the right answer, computed once per kernel
@@ -159,7 +278,10 @@ def check(key: str, answer) -> Verdict:
     right = None if answer is Ellipsis else right_answer(key)
     result = verdict(ex, answer, right)
     if not result and answer is not Ellipsis and _counted_from_zero(ex, answer, right):
-        result = Verdict(False, f"Exercise {key}: not yet. Clients are counted from 1 in every "
-                                "notebook (client 1 is index 0 in Python's lists).")  # fmt: skip
+        result = Verdict(
+            False,
+            f"Exercise {key}: not yet. Clients are counted from 1 in every "
+            "notebook (client 1 is index 0 in Python's lists).",
+        )
     print(result.message)
     return result

@@ -115,9 +115,14 @@ def validated_alpha(summary: dict, validation_seed: int = 0) -> dict:
     def mean(a, what="errors"):
         return float(np.mean([summary[a][what][s] for s in test]))
 
-    return dict(validation_seed=validation_seed, alpha=chosen, test_seeds=test,
-                chosen_error=mean(chosen), table3_error=mean(1.0),
-                agreement=mean(chosen, "agreements"))  # fmt: skip
+    return dict(
+        validation_seed=validation_seed,
+        alpha=chosen,
+        test_seeds=test,
+        chosen_error=mean(chosen),
+        table3_error=mean(1.0),
+        agreement=mean(chosen, "agreements"),
+    )
 
 
 def validation_choices(summary: dict) -> list:
@@ -150,10 +155,14 @@ def iid_summary(runs) -> dict:
     2..T, seeds pooled); ``hcct``/``global`` the final mean errors (seed means).
     """
     hcct = [r for r in runs if r["scheme"] == "hcct"]
-    ari = [consecutive_agreement([h["groups"] for h in r["history"][1:]], len(r["sizes"]))
-           for r in hcct]  # fmt: skip
-    mean = {s: float(np.mean([r["final"]["mean"] for r in runs if r["scheme"] == s]))
-            for s in ("hcct", "global")}  # fmt: skip
+    ari = [
+        consecutive_agreement([h["groups"] for h in r["history"][1:]], len(r["sizes"]))
+        for r in hcct
+    ]
+    mean = {
+        s: float(np.mean([r["final"]["mean"] for r in runs if r["scheme"] == s]))
+        for s in ("hcct", "global")
+    }
     return dict(agreement=float(np.mean(np.concatenate(ari))), **mean)
 
 

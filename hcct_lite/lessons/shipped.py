@@ -45,8 +45,10 @@ def grid_progress(grid: str) -> str:
 
 def _quick_grid(grid, task, seed, variants) -> list:
     settings, _ = task_settings(Mode("quick"), task)
-    return [Job(grid, f"{name}-seed{seed}", task, scheme, seed, {**settings, **kw})
-            for name, scheme, kw in variants]  # fmt: skip
+    return [
+        Job(grid, f"{name}-seed{seed}", task, scheme, seed, {**settings, **kw})
+        for name, scheme, kw in variants
+    ]
 
 
 def quick_jobs(grid: str, seed: int = 0) -> list:
@@ -61,19 +63,27 @@ def quick_jobs(grid: str, seed: int = 0) -> list:
         v = [(f"new{n}", "hcct", dict(kw, new_clients=n)) for n in (0, 1, 2)]
         return _quick_grid(grid, "cifar10", seed, v)
     if grid == "alpha-cifar10":
-        v = [(f"ratio{r}-alpha{a:g}", "hcct", {"alpha": a, "train_ratio": r})
-             for r in (0.1, 0.5) for a in (1.0, 10.0, 100.0, 1000.0)]  # fmt: skip
+        v = [
+            (f"ratio{r}-alpha{a:g}", "hcct", {"alpha": a, "train_ratio": r})
+            for r in (0.1, 0.5)
+            for a in (1.0, 10.0, 100.0, 1000.0)
+        ]
         return _quick_grid(grid, "cifar10", seed, v)
     if grid == "fixed-k-digit":
         v = [(f"k{k}", "hcct", {"n_clients": 6, "fixed_groups": k}) for k in (1, 2, 3, 6)]
         return _quick_grid(grid, "digit", seed, v)
     if grid == "k-vs-n-digit":
-        v = [(f"n{n}-k{k}", "hcct", {"n_clients": n, "fixed_groups": k})
-             for n in (3, 6) for k in sorted({1, 2, n})]  # fmt: skip
+        v = [
+            (f"n{n}-k{k}", "hcct", {"n_clients": n, "fixed_groups": k})
+            for n in (3, 6)
+            for k in sorted({1, 2, n})
+        ]
         return _quick_grid(grid, "digit", seed, v)
     if grid == "ablation-digit":
-        v = [(label, "hcct", {"update_includes_buffers": flag, "record_cosines": True})
-             for label, flag in (("parameters", False), ("buffers", True))]  # fmt: skip
+        v = [
+            (label, "hcct", {"update_includes_buffers": flag, "record_cosines": True})
+            for label, flag in (("parameters", False), ("buffers", True))
+        ]
         return _quick_grid(grid, "digit", seed, v)
     if grid in STUDY_GRIDS:  # seconds per run already: the shipped grid itself (buffers: 1 seed)
         return grid_jobs([grid], seeds=(seed,) if grid == "buffers-rotated" else (0, 1, 2))
@@ -137,8 +147,10 @@ def motivating_results(mode: Mode) -> dict:
         missing = [k for k, v in out.items() if not v]
         raise FileNotFoundError(f"no shipped runs of the pattern(s) {missing} in results/")
     seeds = set(common_seeds(out))
-    return {k: sorted((r for r in v if r["seed"] in seeds), key=lambda r: r["seed"])
-            for k, v in out.items()}  # fmt: skip
+    return {
+        k: sorted((r for r in v if r["seed"] in seeds), key=lambda r: r["seed"])
+        for k, v in out.items()
+    }
 
 
 def scheme_runs(
@@ -153,8 +165,16 @@ def scheme_runs(
         return load_grid(str(results_dir()), f"schemes-{task}")
     out_dir = out_dir or runs_cache(mode, f"schemes-{task}")
     settings, _ = task_settings(mode, task)
-    return run_grid(task, list(schemes), list(mode.seeds), out_dir, progress=False, log=None,
-                    workers=workers, **settings)  # fmt: skip
+    return run_grid(
+        task,
+        list(schemes),
+        list(mode.seeds),
+        out_dir,
+        progress=False,
+        log=None,
+        workers=workers,
+        **settings,
+    )
 
 
 def best_epoch_means(runs) -> dict:

@@ -64,11 +64,17 @@ def _fmnist_network(seeds):
 
 def _table1(seeds):
     return [
-        Job("motivating", f"{name}-seed{seed}", "motivating", scheme, seed,
-            {"partition": part} if part else {})
+        Job(
+            "motivating",
+            f"{name}-seed{seed}",
+            "motivating",
+            scheme,
+            seed,
+            {"partition": part} if part else {},
+        )
         for name, (scheme, part) in PATTERNS.items()
         for seed in seeds
-    ]  # fmt: skip
+    ]
 
 
 def _fig4(seeds):
@@ -91,12 +97,18 @@ def _fig4(seeds):
 
 def _fig5(seeds):
     return [
-        Job("alpha-cifar10", f"ratio{r}-alpha{a:g}-seed{seed}", "cifar10", "hcct", seed,
-            {"alpha": a, "train_ratio": r})
+        Job(
+            "alpha-cifar10",
+            f"ratio{r}-alpha{a:g}-seed{seed}",
+            "cifar10",
+            "hcct",
+            seed,
+            {"alpha": a, "train_ratio": r},
+        )
         for r in FIG5_RATIOS
         for a in FIG5_ALPHAS
         for seed in seeds
-    ]  # fmt: skip
+    ]
 
 
 def _fig6(seeds):
@@ -120,12 +132,21 @@ def _fig7(seeds):
 
 def _ablation(seeds):
     return [
-        Job("ablation-digit", f"{label}-seed{seed}", "digit", "hcct", seed,
-            {"update_includes_buffers": flag, "record_cosines": True,
-             "domains": OFFLINE_DIGIT_DOMAINS})
+        Job(
+            "ablation-digit",
+            f"{label}-seed{seed}",
+            "digit",
+            "hcct",
+            seed,
+            {
+                "update_includes_buffers": flag,
+                "record_cosines": True,
+                "domains": OFFLINE_DIGIT_DOMAINS,
+            },
+        )
         for seed in seeds
         for label, flag in (("parameters", False), ("buffers", True))
-    ]  # fmt: skip
+    ]
 
 
 # name -> (builder of its jobs from seeds, default seeds); ordered by priority.

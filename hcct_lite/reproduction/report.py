@@ -11,11 +11,10 @@ import os
 import numpy as np
 
 from ..runs.results import to_markdown
-from .paper_grids import PATTERNS
 from .report_figures import figure_sections
 from .report_kernels import kernel_section
+from .report_sections import ablation_section, motivating_section
 from .report_tables import (
-    ablation_summary,
     against_paper,
     by_scheme,
     epoch0_best,
@@ -24,14 +23,17 @@ from .report_tables import (
     per_client_rows,
     pm,
     protocol_table,
-    table1_rows,
-    table2_against_paper,
-    variant,
 )
 from .verdicts import RULE, claim, paper_order, schemes_against, worst_client_claim
 
-STATUS_HEADER = ["grid", "runs done / planned", "device", "run seconds (sum)", "defences",
-                 "replies refused"]  # fmt: skip
+STATUS_HEADER = [
+    "grid",
+    "runs done / planned",
+    "device",
+    "run seconds (sum)",
+    "defences",
+    "replies refused",
+]
 HEADER3 = ["scheme", "paper", "ours: final epoch", "ours: best epoch (paper's protocol)"]
 
 INTRO = """# Reproducing the paper
@@ -106,10 +108,14 @@ def _status_section(out_dir) -> str:
 def _table3_section(out_dir, task, grid, why) -> str:
     runs = load_grid(out_dir, grid)
     stats = by_scheme(runs)
-    facts = "; ".join(
-        f"{a} against {b}: {(c := schemes_against(runs, a, b)).outcome} ({c.words()})"
-        for a, b in (("hcct", "independent"), ("hcct", "global"))
-    ) if stats else "pending"  # fmt: skip
+    facts = (
+        "; ".join(
+            f"{a} against {b}: {(c := schemes_against(runs, a, b)).outcome} ({c.words()})"
+            for a, b in (("hcct", "independent"), ("hcct", "global"))
+        )
+        if stats
+        else "pending"
+    )
     paper = "; ".join(
         f"{a} {TABLE3_GAP(a, b, task)} {b}"
         for a, b in (("hcct", "independent"), ("hcct", "global"))
@@ -136,11 +142,16 @@ def _epoch0_note(runs) -> list:
     at0 = epoch0_best(runs)
     if not at0:
         return []
-    said = "; ".join(f"{s} {k} of {n} client-runs ({b:.2f}, {w:.2f} without epoch 0)"
-                     for s, (k, n, b, w) in at0.items())  # fmt: skip
-    return ["", "*Best epoch 0.* Selected on the test split, a client's best epoch can be epoch "
-            f"0, before any aggregation: {said} (best-epoch means in brackets). The final-epoch "
-            "column selects nothing."]  # fmt: skip
+    said = "; ".join(
+        f"{s} {k} of {n} client-runs ({b:.2f}, {w:.2f} without epoch 0)"
+        for s, (k, n, b, w) in at0.items()
+    )
+    return [
+        "",
+        "*Best epoch 0.* Selected on the test split, a client's best epoch can be epoch "
+        f"0, before any aggregation: {said} (best-epoch means in brackets). The final-epoch "
+        "column selects nothing.",
+    ]
 
 
 def TABLE3_GAP(a, b, task) -> str:  # noqa: N802 - reads as a phrase in the sentence above
@@ -276,107 +287,18 @@ def _table4_section(out_dir) -> str:
     )
 
 
-def _table1_section(out_dir) -> str:
-    runs = load_grid(out_dir, "motivating")
-    header = [
-        "pattern (seeds)",
-        "client 1",
-        "client 2",
-        "client 3",
-        "mean / std",
-        "best-epoch mean",
-        "paper mean / std",
-    ]
-    text = [
-        "## Table II: the motivating example (CIFAR-10, three clients, 10 epochs)",
-        "",
-        "Clients 1 and 2 hold 20 % and 80 % of five classes, client 3 the other five "
-        "classes; final-epoch errors per client. `pair-12` is the paper's (1,2) pattern "
-        "(clients 1 and 2 train one model, client 3 alone), and so on; `hcct` is what "
-        "HCCT does by itself at Table III's α.",
-        "",
-        to_markdown(header, table1_rows(runs)),
-    ]
-    by = {}
-    for r in runs:
-        by.setdefault(variant(r), {})[r["seed"]] = r["final"]["mean"]
-    common = set.intersection(*(set(v) for v in by.values())) if by else set()
-    if set(by) != set(PATTERNS) or not common:
-        text += ["", "Which pattern is best: pending until every pattern has run."]
-        return "\n".join(text)
-    # compare like with like: only the seeds every pattern has run
-    means = {k: np.mean([v[s] for s in common]) for k, v in by.items()}
-    best, worst = min(means, key=means.get), max(means, key=means.get)
-    seeds = ", ".join(map(str, sorted(common)))
-    text += [
-        "",
-        f"Over the seed(s) every pattern has run ({seeds}), the lowest mean error (final "
-        f"epoch) is `{best}`'s, the highest `{worst}`'s (paper: (1,2) "
-        f"lowest, (1,3) highest). Our per-client errors are {table2_against_paper(runs)}; "
-        "the offline CIFAR-10 subset gives each client fewer samples than the paper's split.",
-    ]
-    return "\n".join(text)
-
-
-def _ablation_section(out_dir) -> str:
-    runs = load_grid(out_dir, "ablation-digit")
-    text = ["## Why Digit differs: update cosines with and without batch-norm buffers", ""]
-    if not runs:
-        return "\n".join(text + ["pending"])
-    rows = [
-        [name, f"{a['same']:.3f}", f"{a['other']:.3f}", str(a["groups"]), f"{a['final']:.2f}"]
-        for name, a in ablation_summary(runs).items()
-    ]
-    header = [
-        "run",
-        "cosine, same domain",
-        "cosine, other domains",
-        "groups at the end",
-        "final error",
-    ]
-    text += [
-        "Digit at Table III's settings, HCCT; cosines of the updates of epoch 1, averaged over "
-        "pairs of clients. `parameters`: updates over trainable parameters (the paper); "
-        "`buffers`: over every state entry, batch-norm running statistics and counters "
-        "included (the authors' code).",
-        "",
-        to_markdown(header, rows),
-    ]
-    by = {}  # label -> [(same, other, groups)] over seeds
-    for name, a in ablation_summary(runs).items():
-        by.setdefault(name.rsplit("-seed", 1)[0], []).append((a["same"], a["other"], a["groups"]))
-    if {"buffers", "parameters"} <= set(by):
-        (bs, bo, bg), (ps, po, pg) = (_seed_means(by[k]) for k in ("buffers", "parameters"))
-        seeds = min(len(by["buffers"]), len(by["parameters"]))
-        text += [
-            "",
-            f"Averaged over the seeds ({seeds}): with batch-norm buffers every pair of clients "
-            f"looks alike (cosine {bs:.3f} within a domain, {bo:.3f} across), so the "
-            f"partition follows the α/D̂ term alone and ends with {bg} groups; over "
-            f"trainable parameters the cosines are {ps:.3f} within and {po:.3f} across "
-            f"domains, too small for Table III's α = 1 to pay for a merge, and HCCT keeps "
-            f"{pg} groups (independent training). Results obtained with buffers are not "
-            "evidence that gradient similarity finds the right collaborators.",
-        ]
-    return "\n".join(text)
-
-
-def _seed_means(rows) -> tuple:
-    """Mean cosines over seeds, and the groups at the end (a range if seeds differ)."""
-    groups = sorted({g for *_, g in rows})
-    span = str(groups[0]) if len(groups) == 1 else f"{groups[0]}-{groups[-1]}"
-    return np.mean([r[0] for r in rows]), np.mean([r[1] for r in rows]), span
-
-
 def render(out_dir: str) -> str:
     """The whole report's markdown from the results in ``out_dir``."""
-    parts = [INTRO + "\n" + RULE + "\n", _status_section(out_dir),
-             "## Table IV: mean test error (%) over clients"]  # fmt: skip
+    parts = [
+        INTRO + "\n" + RULE + "\n",
+        _status_section(out_dir),
+        "## Table IV: mean test error (%) over clients",
+    ]
     for task, grid, why in TABLE3_TASKS:
         parts.append(_table3_section(out_dir, task, grid, why))
         if task == "fmnist":
             parts.append(_network_section(out_dir))
-    parts += [_table4_section(out_dir), _table1_section(out_dir), _ablation_section(out_dir)]
+    parts += [_table4_section(out_dir), motivating_section(out_dir), ablation_section(out_dir)]
     parts += figure_sections(out_dir)
     parts.append(kernel_section(out_dir))
     return "\n\n".join(parts) + "\n"

@@ -89,8 +89,9 @@ def _fig4_section(out_dir) -> str:
     finals = [float(r[len(checkpoints)]) for r in rows]
     incumbents = ", ".join(r[-2] for r in rows)
     steps = arrival_steps(runs)
-    said = "; ".join(f"{n} against {m} arrivals per period: {c.outcome} ({c.words()})"
-                     for m, n, c in steps)  # fmt: skip
+    said = "; ".join(
+        f"{n} against {m} arrivals per period: {c.outcome} ({c.words()})" for m, n, c in steps
+    )
     table4 = [r for r in load_grid(out_dir, "schemes-cifar10") if r["scheme"] == "hcct"]
     text += [
         "",
@@ -147,8 +148,11 @@ def _fig5_verdict(runs, best) -> str:
     ratios = sorted(best)
     spreads = [np.ptp([v[2] for (q, a), v in stats.items() if q == r and a <= 100]) for r in ratios]
     stds = [v[3] for v in stats.values()]
-    gaps = [stats[(r, 1000.0)][2] - min(v[2] for (q, _), v in stats.items() if q == r)
-            for r in ratios if (r, 1000.0) in stats]  # fmt: skip
+    gaps = [
+        stats[(r, 1000.0)][2] - min(v[2] for (q, _), v in stats.items() if q == r)
+        for r in ratios
+        if (r, 1000.0) in stats
+    ]
     small = sorted({a for _, a in stats if a <= 100})
     apart, pairs = [], 0
     for r in ratios:  # every pair of small alphas at ratio r, by the rule
@@ -177,8 +181,11 @@ def _fig5_verdict(runs, best) -> str:
         f"to {max(stds):.2f} points."
     )
     if gaps:
-        apart = {r: alpha_against(runs, r, 1000.0)[best[r][1]] for r in ratios
-                 if (r, 1000.0) in stats and best[r][1] != 1000.0}  # fmt: skip
+        apart = {
+            r: alpha_against(runs, r, 1000.0)[best[r][1]]
+            for r in ratios
+            if (r, 1000.0) in stats and best[r][1] != 1000.0
+        }
         text += (
             " α = 1000 against the best α, by the rule: "
             + "; ".join(f"{c.outcome} at train ratio {r:g} ({c.words()})" for r, c in apart.items())
@@ -186,7 +193,7 @@ def _fig5_verdict(runs, best) -> str:
                 ", a gap that shrinks as the clients have more data."
                 if np.all(np.diff(gaps) < 0)
                 else "."
-            )  # fmt: skip
+            )
         )
     if all(f <= 1 for f, _ in best.values()):
         text += (
@@ -224,8 +231,9 @@ def _fig5_section(out_dir) -> str:
 
 def _size_verdict(n, ks, errors, utilities) -> str:
     k_err, k_util = ks[int(np.argmin(errors))], ks[int(np.argmax(utilities))]
-    ends = [f"{e:.2f} at K = {k}" for k, e in ((ks[0], errors[0]), (ks[-1], errors[-1]))
-            if k != k_err]  # fmt: skip
+    ends = [
+        f"{e:.2f} at K = {k}" for k, e in ((ks[0], errors[0]), (ks[-1], errors[-1])) if k != k_err
+    ]
     return (
         f"N = {n}: lowest error at K = {k_err} ({min(errors):.2f})"
         + (f", against {' and '.join(ends)}" if ends else "")
@@ -247,8 +255,10 @@ def _fixed_k_section(out_dir, grid, title, paper_k=None) -> str:
     plan = planned_ks(grid)
     for n, (ks, errors, utilities) in fixed_k_summary(runs).items():
         have = dict(zip(ks, zip(errors, utilities, strict=True), strict=True))
-        rows = [[str(k)] + ([f"{v:.2f}" for v in have[k]] if k in have else ["pending"] * 2)
-                for k in plan[n]]  # fmt: skip
+        rows = [
+            [str(k)] + ([f"{v:.2f}" for v in have[k]] if k in have else ["pending"] * 2)
+            for k in plan[n]
+        ]
         seeds = sorted({r["seed"] for r in runs if r["config"]["n_clients"] == n})
         label = f"N = {n} (seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))})"
         text += ["", f"{label}:", "", to_markdown(["K", "error", "total utility"], rows), ""]
@@ -296,8 +306,10 @@ def _k_vs_n_verdict(runs) -> str:
     for n, (_, v) in verdicts.items():
         by.setdefault(v, []).append(str(n))
     said = "; ".join(f"{v} at N = {', '.join(ns)}" for v, ns in by.items())
-    detail = "; ".join(f"N = {n}: K = {k} against K = 1: {k_against(runs, n, k, 1).words()}"
-                       for n, (k, _) in verdicts.items())  # fmt: skip
+    detail = "; ".join(
+        f"N = {n}: K = {k} against K = 1: {k_against(runs, n, k, 1).words()}"
+        for n, (k, _) in verdicts.items()
+    )
     return (
         "The paper's claim (a limited number of groups, 1 < K < N, beats one global "
         f"federation, K = 1), by the rule: **{said}**"

@@ -72,8 +72,16 @@ def grid_status(out_dir: str) -> list:
         # files written before the "timing" block kept their wall time in "seconds"
         secs = sum(r.get("timing", {}).get("seconds", r.get("seconds", 0.0)) for r in runs)
         refused = sum(len(r.get("rejected") or []) for r in runs)
-        rows.append([name, f"{len(done)} / {len(jobs)}", ", ".join(devices) or "-", f"{secs:.0f}",
-                     defences_ran(runs) if runs else "-", str(refused)])  # fmt: skip
+        rows.append(
+            [
+                name,
+                f"{len(done)} / {len(jobs)}",
+                ", ".join(devices) or "-",
+                f"{secs:.0f}",
+                defences_ran(runs) if runs else "-",
+                str(refused),
+            ]
+        )
     return rows
 
 
@@ -229,8 +237,10 @@ def setup_table(runs_by_task: dict):
     """
     tasks = list(runs_by_task)
     first = {t: runs_by_task[t][0] for t in tasks}
-    rows = [[label] + [get(first[t]["config"], first[t]["sizes"]) for t in tasks]
-            for label, get in SETUP_ROWS]  # fmt: skip
+    rows = [
+        [label] + [get(first[t]["config"], first[t]["sizes"]) for t in tasks]
+        for label, get in SETUP_ROWS
+    ]
     for scheme in ("hcct", "hcct-e", "hcct-p"):
         alphas = []
         for t in tasks:
@@ -279,9 +289,15 @@ def ablation_summary(runs, seed: int | None = None) -> dict:
         domains = np.array(r["domains"])[who]
         same, other = domain_cosines(cos, domains)
         label = r["name"] if seed is None else variant(r)
-        out[label] = dict(cosines=cos, clients=who, domains=domains.tolist(), same=same,
-                          other=other, groups=len(r["history"][-1]["groups"]),
-                          final=r["final"]["mean"])  # fmt: skip
+        out[label] = dict(
+            cosines=cos,
+            clients=who,
+            domains=domains.tolist(),
+            same=same,
+            other=other,
+            groups=len(r["history"][-1]["groups"]),
+            final=r["final"]["mean"],
+        )
     return out
 
 

@@ -33,21 +33,33 @@ BUFFERS = dict(model="digit_cnn_small", record_cosines=True, epochs=15)
 
 def _buffers(seeds):
     return [
-        Job("buffers-rotated", f"{label}-seed{seed}", "rotated-digits", "hcct", seed,
-            dict(BUFFERS, update_includes_buffers=flag))
+        Job(
+            "buffers-rotated",
+            f"{label}-seed{seed}",
+            "rotated-digits",
+            "hcct",
+            seed,
+            dict(BUFFERS, update_includes_buffers=flag),
+        )
         for seed in seeds
         for label, flag in (("parameters", False), ("buffers", True))
-    ]  # fmt: skip
+    ]
 
 
 def _small_clients(seeds):
     return [
-        Job("small-clients-rotated", f"{scheme}-local{local}-seed{seed}", "rotated-digits",
-            scheme, seed, dict(SMALL_CLIENTS, local_epochs=local))
+        Job(
+            "small-clients-rotated",
+            f"{scheme}-local{local}-seed{seed}",
+            "rotated-digits",
+            scheme,
+            seed,
+            dict(SMALL_CLIENTS, local_epochs=local),
+        )
         for seed in seeds
         for local in (1, 3)
         for scheme in SMALL_SCHEMES
-    ]  # fmt: skip
+    ]
 
 
 def _hcct_sweep(grid: str, setting: str, values, label: str):

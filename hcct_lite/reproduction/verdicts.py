@@ -15,10 +15,20 @@ import math
 from dataclasses import dataclass
 
 __all__ = [
-    "NOISE", "RULE", "Comparison", "compare", "per_seed", "noise_of", "claim",
-    "schemes_against", "worst_client_claim", "paper_order", "arrival_steps", "alpha_against",
+    "NOISE",
+    "RULE",
+    "Comparison",
+    "compare",
+    "per_seed",
+    "noise_of",
+    "claim",
+    "schemes_against",
+    "worst_client_claim",
+    "paper_order",
+    "arrival_steps",
+    "alpha_against",
     "k_against",
-]  # fmt: skip
+]
 
 # How far a rerun of the same run moves its mean error, in points. GPU kernels are not
 # bit-reproducible: 18 runs done twice on one H200 ended 0.02 to 0.58 points apart
@@ -147,8 +157,10 @@ def arrival_steps(runs) -> list:
     def last(r):  # the last epoch's mean over the clients present, as Fig. 3's table
         return r["history"][-1]["mean_test_error"]
 
-    return [(m, n, compare(per_seed(by[n], last), per_seed(by[m], last), noise))
-            for m, n in zip(rates, rates[1:], strict=False)]  # fmt: skip
+    return [
+        (m, n, compare(per_seed(by[n], last), per_seed(by[m], last), noise))
+        for m, n in zip(rates, rates[1:], strict=False)
+    ]
 
 
 def alpha_against(runs, ratio: float, alpha: float) -> dict:

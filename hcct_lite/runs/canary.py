@@ -66,8 +66,16 @@ _TINY = {
     "motivating": dict(samples=20, batch_size=16),
 }
 # Every setting a canary's numbers depend on is given here, not taken from a default.
-_COMMON = dict(epochs=3, local_epochs=1, maxfl_reference_epochs=2, record_cosines=True,
-               norm_limit=0.0, aggregator="mean", download=False, device="cpu")  # fmt: skip
+_COMMON = dict(
+    epochs=3,
+    local_epochs=1,
+    maxfl_reference_epochs=2,
+    record_cosines=True,
+    norm_limit=0.0,
+    aggregator="mean",
+    download=False,
+    device="cpu",
+)
 _SCHEMES = ("independent", "global", "hcct", "hcct-e", "hcct-p", "maxfl", "fedfa", "ifca", "flsc")
 _ROBUST = ("clipped-mean", "trimmed-mean", "median", "centered-clip", "multi-krum", "krum-mean")
 
@@ -76,14 +84,23 @@ CANARIES = {
     **{f"scheme-{s}": ("rotated-digits", s, {}) for s in _SCHEMES},
     "scheme-fixed": ("rotated-digits", "fixed", {"partition": [[0, 1, 2, 3], [4, 5], [6, 7]]}),
     **{f"task-{t}": (t, "hcct", {}) for t in ("digit", "fmnist", "cifar10", "motivating")},
-    "option-buffers": ("digit", "hcct", {"model": "digit_cnn_small",
-                                         "update_includes_buffers": True}),
+    "option-buffers": (
+        "digit",
+        "hcct",
+        {"model": "digit_cnn_small", "update_includes_buffers": True},
+    ),
     "option-authors-round0": ("rotated-digits", "hcct", {"authors_round0": True}),
     "option-fixed-k": ("rotated-digits", "hcct", {"fixed_groups": 2}),
-    "option-incoming": ("rotated-digits", "hcct", {"initial_clients": 6, "new_clients": 1,
-                                                   "join_every": 1}),
-    "option-maxfl-reference-loss": ("rotated-digits", "maxfl",
-                                    {"maxfl_threshold": "reference-loss"}),
+    "option-incoming": (
+        "rotated-digits",
+        "hcct",
+        {"initial_clients": 6, "new_clients": 1, "join_every": 1},
+    ),
+    "option-maxfl-reference-loss": (
+        "rotated-digits",
+        "maxfl",
+        {"maxfl_threshold": "reference-loss"},
+    ),
     "option-dropout-network": ("fmnist", "global", {"model": "fmnist_mlp_dropout"}),
     "option-authors-network": ("fmnist", "hcct", {"model": "fmnist_mlp_authors"}),
     "defence-norm-rule": ("rotated-digits", "global", {"norm_limit": 2.0}),
@@ -91,7 +108,7 @@ CANARIES = {
     "batched-clients": ("rotated-digits", "hcct", {"batched_clients": True}),
     "batched-batch-norm": ("digit", "hcct", {"model": "digit_cnn_small", "batched_clients": True}),
     **{f"defence-{a}": ("rotated-digits", "global", {"aggregator": a}) for a in _ROBUST},
-}  # fmt: skip
+}
 
 
 def canary_config(name: str):
@@ -190,9 +207,13 @@ def pinned_env(base=None) -> dict:
         from numpy.core._multiarray_umath import __cpu_dispatch__ as dispatch
     env = kernel_env(CANARY_KERNELS, base)
     threads = str(CANARY_THREADS)
-    env.update(OPENBLAS_CORETYPE=BLAS_CORE, NPY_DISABLE_CPU_FEATURES=" ".join(dispatch),
-               OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads,
-               OPENBLAS_NUM_THREADS=threads)  # fmt: skip
+    env.update(
+        OPENBLAS_CORETYPE=BLAS_CORE,
+        NPY_DISABLE_CPU_FEATURES=" ".join(dispatch),
+        OMP_NUM_THREADS=threads,
+        MKL_NUM_THREADS=threads,
+        OPENBLAS_NUM_THREADS=threads,
+    )
     return env
 
 
@@ -204,13 +225,17 @@ def _check_pinned() -> None:
 
     if cpu_capability() != CANARY_KERNELS:
         pinned = {v: os.environ.get(v) for v in KERNEL_VARIABLES}
-        raise SystemExit(f"this CPU cannot use {CANARY_KERNELS} kernels (torch uses "
-                         f"{cpu_capability()}; {pinned})")  # fmt: skip
+        raise SystemExit(
+            f"this CPU cannot use {CANARY_KERNELS} kernels (torch uses "
+            f"{cpu_capability()}; {pinned})"
+        )
     for lib in threadpool_info():
         core = lib.get("architecture")
         if lib.get("internal_api") == "openblas" and str(core).lower() != BLAS_CORE.lower():
-            raise SystemExit(f"OpenBLAS ({lib.get('prefix')}) uses {core} kernels, not "
-                             f"{BLAS_CORE}: is OPENBLAS_CORETYPE ignored?")  # fmt: skip
+            raise SystemExit(
+                f"OpenBLAS ({lib.get('prefix')}) uses {core} kernels, not "
+                f"{BLAS_CORE}: is OPENBLAS_CORETYPE ignored?"
+            )
 
 
 def load_canaries(path=CANARY_FILE) -> dict:
@@ -222,10 +247,12 @@ def load_canaries(path=CANARY_FILE) -> dict:
         raise ValueError(f"{path}: unreadable ({type(err).__name__}: {err})") from None
     canaries = stored.get("canaries") if isinstance(stored, dict) else None
     if not isinstance(canaries, dict) or not all(
-        isinstance(e, dict) and isinstance(e.get("digest"), str)
-        and isinstance(e.get("compute_version"), dict) and isinstance(e.get("settings"), dict)
+        isinstance(e, dict)
+        and isinstance(e.get("digest"), str)
+        and isinstance(e.get("compute_version"), dict)
+        and isinstance(e.get("settings"), dict)
         for e in canaries.values()
-    ):  # fmt: skip
+    ):
         raise ValueError(
             f"{path}: not a canary file (each canary needs its settings, compute version and "
             "digest)"
@@ -284,16 +311,20 @@ def canary_problems(stored: dict, fresh: dict) -> tuple:
         elif new is None:
             problems.append(f"canary {name} is stored but no longer defined: write the canaries")
         elif old.get("pins") != new["pins"]:
-            problems.append(f"canary {name} was stored under other pins ({old.get('pins')}, "
-                            f"now {new['pins']}): write the canaries again")  # fmt: skip
+            problems.append(
+                f"canary {name} was stored under other pins ({old.get('pins')}, "
+                f"now {new['pins']}): write the canaries again"
+            )
         elif old["settings"] != new["settings"]:
             diff = sorted(
                 k
                 for k in set(old["settings"]) | set(new["settings"])
                 if old["settings"].get(k) != new["settings"].get(k)
             )
-            problems.append(f"canary {name} now runs other settings ({', '.join(diff)}) than "
-                            "stored: write the canaries again")  # fmt: skip
+            problems.append(
+                f"canary {name} now runs other settings ({', '.join(diff)}) than "
+                "stored: write the canaries again"
+            )
         elif old["compute_version"] != new["compute_version"]:
             problems.append(
                 f"canary {name} was stored for compute version {old['compute_version']}, "

@@ -114,8 +114,10 @@ def folder_problem(path, private: bool = False) -> str | None:
     if others_can_write(st):
         return f"other users can write to it (mode {stat.S_IMODE(st.st_mode):04o})"
     if private and st.st_mode & 0o077:
-        return (f"other users can read it (mode {stat.S_IMODE(st.st_mode):04o}); make it "
-                f"private (chmod 700) or name another")  # fmt: skip
+        return (
+            f"other users can read it (mode {stat.S_IMODE(st.st_mode):04o}); make it "
+            f"private (chmod 700) or name another"
+        )
     return _ancestor_problem(path)
 
 
@@ -190,8 +192,9 @@ def write_text(path, text: str, mode: int = 0o644) -> None:
     try:
         write_at(fd, path.name, text.encode(), mode)
     except PermissionError as err:
-        raise ValueError(f"{path}: cannot be replaced ({err.strerror}: another user's file "
-                         "in a shared folder?)") from None  # fmt: skip
+        raise ValueError(
+            f"{path}: cannot be replaced ({err.strerror}: another user's file in a shared folder?)"
+        ) from None
     finally:
         os.close(fd)
 

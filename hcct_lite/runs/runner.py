@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ..parts import find, part_missing
 from ..training.config import SCHEMES, make_config
 from ..training.engine import run_experiment
 from ..training.provenance import KERNEL_VARIABLES, kernel_env
@@ -15,8 +16,9 @@ from .store import OTHER_CODE, clean_temp_files, reuse_decision
 __all__ = ["run_one", "run_jobs", "run_grid", "pending_jobs", "check_cpu_capability"]
 
 
-def run_one(task, scheme, seed, json_path=None, progress=True, cpu_capability=None,
-            **overrides) -> dict:  # fmt: skip
+def run_one(
+    task, scheme, seed, json_path=None, progress=True, cpu_capability=None, **overrides
+) -> dict:
     """Run one experiment; write its JSON (atomically) when ``json_path`` is given.
 
     ``cpu_capability`` (a name of :data:`~hcct_lite.training.provenance.CPU_KERNELS`) runs
@@ -176,26 +178,28 @@ def run_jobs(
     says so for every job and returns how many would run, running and writing nothing.
     ``cpu_capability`` (e.g. ``"default"``) runs every job in a fresh process whose torch
     uses those SIMD kernels, so that the results reproduce on any CPU that has them.
-    ``ray`` (a :class:`~hcct_lite.runs.ray_cluster.RayOptions`) runs each job as a Ray task
+    ``ray`` (the Ray part's :class:`~hcct_lite.ray.grid.RayOptions`) runs each job as a Ray task
     instead, on this machine or a cluster, each result written here as it arrives;
     ``workers`` is then the cluster's business. On a GPU (``device`` cuda) with ``workers``
-    > 1, or with ``queue`` (a :class:`~hcct_lite.runs.gpu_queue.QueueOptions`: a deadline,
-    a log, the memory to fill), the runs of every grid share the card in one queue, longest
-    first, admitted by memory (:func:`~hcct_lite.runs.gpu_queue.run_queue`).
+    > 1, or with ``queue`` (the GPU part's :class:`~hcct_lite.gpu.queue.QueueOptions`: a
+    deadline, a log, the memory to fill), the runs of every grid share the card in one
+    queue, longest first, admitted by memory (:func:`~hcct_lite.gpu.queue.run_queue`).
     """
     log = log or (lambda _msg: None)
     if workers < 1:
         raise ValueError(f"workers must be >= 1; got {workers}")
     todo = pending_jobs(jobs, out_dir, device, reuse_older, log, dry_run)
     if dry_run:
-        log(f"{len(todo)} of {len(jobs)} runs to run, {len(jobs) - len(todo)} reused (dry run: "
-            "nothing run or written)")  # fmt: skip
+        log(
+            f"{len(todo)} of {len(jobs)} runs to run, {len(jobs) - len(todo)} reused (dry run: "
+            "nothing run or written)"
+        )
         return len(todo)
     on_gpu = ray is None and str(device).startswith("cuda")
-    if todo and on_gpu and (workers > 1 or queue is not None):
-        from .gpu_queue import QueueOptions, run_queue
-
-        failed = run_queue(todo, out_dir, device, queue or QueueOptions(workers=workers), log)
+    if todo and on_gpu and queue is None and workers > 1:
+        queue = _part_runner("gpu-queue", "a GPU grid in several processes")(workers=workers)
+    if todo and on_gpu and queue is not None:
+        failed = queue.run(todo, out_dir, device, log)
         if failed:
             raise RuntimeError(f"{len(failed)} run(s) failed: " + "; ".join(failed))
         return len(todo)
@@ -204,9 +208,7 @@ def run_jobs(
     if todo and ray is not None:
         if cpu_capability is not None:
             check_cpu_capability(cpu_capability)
-        from .ray_cluster import ray_runs
-
-        done = ray_runs(todo, out_dir, device, ray, cpu_capability)
+        done = ray.run(todo, out_dir, device, cpu_capability)
     elif todo and (cpu_capability or (workers > 1 and len(todo) > 1)):
         pool = _pool(min(workers, len(todo)), cpu_capability)
         done = pool.imap_unordered(_run_job_args, args)
@@ -230,6 +232,14 @@ def run_jobs(
     if failed:
         raise RuntimeError(f"{len(failed)} run(s) failed: " + "; ".join(failed))
     return len(todo)
+
+
+def _part_runner(name: str, what: str):
+    """The options class of the part runner ``name`` (the GPU part's queue)."""
+    runner = find("runner", name)
+    if runner is None:
+        raise part_missing(what, "gpu")
+    return runner
 
 
 def _run_job_args(args):

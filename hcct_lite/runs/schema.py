@@ -25,7 +25,7 @@ __all__ = ["result_problem", "config_problem", "derived_problem", "MAX_SAMPLES"]
 # miss. A file whose derived fields disagree was edited (or written by broken code), and
 # nothing may reuse, verify or report it: :func:`derived_problem` says what disagrees.
 
-# the largest count a silo may declare at enrolment (hcct_lite.flower.reading's limit)
+# the largest count a silo may declare at enrolment (hcct_lite.deploy.flower.reading's limit)
 MAX_SAMPLES = 10_000_000
 # a stored statistic may differ from its recomputation by float rounding only
 _TOLERANCE = 1e-6
@@ -102,10 +102,16 @@ def _rejected_problem(r: dict, cfg) -> str | None:
         return f"its rejected is {type(rejected).__name__}, not a list"
     epochs = len(r["history"])
     for x in rejected:
-        ok = (isinstance(x, dict) and set(x) == {"client", "epoch", "reason"}
-              and _int(x["client"]) and 0 <= x["client"] < cfg.n_clients
-              and _int(x["epoch"]) and 0 <= x["epoch"] < epochs
-              and isinstance(x["reason"], str) and x["reason"])  # fmt: skip
+        ok = (
+            isinstance(x, dict)
+            and set(x) == {"client", "epoch", "reason"}
+            and _int(x["client"])
+            and 0 <= x["client"] < cfg.n_clients
+            and _int(x["epoch"])
+            and 0 <= x["epoch"] < epochs
+            and isinstance(x["reason"], str)
+            and x["reason"]
+        )
         if not ok:
             return f"its rejected holds {str(x)[:80]}, not a client, an epoch and a reason"
         errors = r["history"][x["epoch"]]["client_test_error"]
@@ -113,22 +119,26 @@ def _rejected_problem(r: dict, cfg) -> str | None:
         # a client whose reference was refused trains alone meanwhile)
         seen = x["client"] < len(errors) and errors[x["client"]] is not None
         if cfg.scheme != "maxfl" and seen:
-            return (f"its rejected says client {x['client']}'s reply was refused in epoch "
-                    f"{x['epoch']}, but the client has an error that epoch")  # fmt: skip
+            return (
+                f"its rejected says client {x['client']}'s reply was refused in epoch "
+                f"{x['epoch']}, but the client has an error that epoch"
+            )
     return None
 
 
 def _record_problem(entries, inner: str, epochs: int) -> bool:
     """Whether ``entries`` is not a list of ``{"epoch": e, inner: [...]}`` within the run."""
     return not isinstance(entries, list) or not all(
-        isinstance(e, dict) and _int(e.get("epoch")) and 0 <= e["epoch"] < epochs
+        isinstance(e, dict)
+        and _int(e.get("epoch"))
+        and 0 <= e["epoch"] < epochs
         and isinstance(e.get(inner), list)
         for e in entries
-    )  # fmt: skip
+    )
 
 
 def _aggregation_problem(r: dict, cfg) -> str | None:
-    from ..schemes.robust import vouched_counts
+    from ..training.replies import defence_for
 
     if "aggregation" not in r:  # older code recorded none
         return None
@@ -137,11 +147,15 @@ def _aggregation_problem(r: dict, cfg) -> str | None:
         got = agg.get("aggregator") if isinstance(agg, dict) else agg
         return f"its aggregation names {got!r}, its config {cfg.aggregator!r}"
     epochs = len(r["history"])
-    for key, inner in (("few_replies", "groups"), ("disputes", "pairs"),
-                       ("history_left_out", "groups")):  # fmt: skip
+    for key, inner in (
+        ("few_replies", "groups"),
+        ("disputes", "pairs"),
+        ("history_left_out", "groups"),
+    ):
         if key in agg and (cfg.aggregator == "mean" or _record_problem(agg[key], inner, epochs)):
             return f"its aggregation {key} is not what a {cfg.aggregator} run records"
-    vouched = vouched_counts(r["sizes"], cfg.count_bound).tolist()
+    # without a bound the counts are as declared; with one, the deployment's rule cuts them
+    vouched = r["sizes"] if cfg.count_bound == 0 else defence_for(cfg).vouched(r["sizes"]).tolist()
     if agg.get("vouched_counts", r["sizes"]) != vouched:
         return f"its vouched counts are not its sizes bounded by count_bound {cfg.count_bound:g}"
     return None
@@ -211,8 +225,9 @@ def _epoch_problem(t: int, h, active: int, most: int) -> str | None:
         return f"history epoch {t} has no groups"
     seen = []
     for g in h["groups"]:
-        if not isinstance(g, list) or not all(isinstance(i, int) and not isinstance(i, bool)
-                                              for i in g):  # fmt: skip
+        if not isinstance(g, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in g
+        ):
             return f"history epoch {t} has a group that is not a list of clients: {g!r}"
         if len(set(g)) < len(g):
             return f"history epoch {t} has a group that names a client twice: {g}"
@@ -243,8 +258,10 @@ def _final_problem(final: dict, history: list) -> str | None:
     pairs = [(k, final.get(k), want[k]) for k in ("mean", "std", "min", "max")]
     best = final.get("best_over_epochs")
     best = best if isinstance(best, dict) else {}
-    pairs += [(f"best_over_epochs {k}", best.get(k), want["best_over_epochs"][k])
-              for k in ("mean", "std", "min", "max")]  # fmt: skip
+    pairs += [
+        (f"best_over_epochs {k}", best.get(k), want["best_over_epochs"][k])
+        for k in ("mean", "std", "min", "max")
+    ]
     for name, have, should in pairs:
         if not _finite(have) or abs(have - should) > _TOLERANCE * max(1.0, abs(should)):
             return f"its final {name} is {have!r}; its history says {should:.6g}"
@@ -273,8 +290,14 @@ def result_problem(r) -> str | None:
     """
     if not isinstance(r, dict):
         return f"it holds a JSON {type(r).__name__}, not an object"
-    for key, kind in (("task", str), ("scheme", str), ("seed", int), ("config", dict),
-                      ("history", list), ("final", dict)):  # fmt: skip
+    for key, kind in (
+        ("task", str),
+        ("scheme", str),
+        ("seed", int),
+        ("config", dict),
+        ("history", list),
+        ("final", dict),
+    ):
         if problem := _typed(r, key, kind):
             return problem
     for key in ("task", "scheme", "seed"):

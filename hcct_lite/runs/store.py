@@ -104,13 +104,18 @@ def _same_as_without_rule(stored: dict, want: dict) -> bool:
     """Whether ``stored`` ran under the norm rule, refused no reply, and ``want`` has none.
 
     The rule only removes replies: a run in which it refused none computed exactly what
-    the run without it computes (tests/test_store.py reruns one both ways). Any refused
+    the run without it computes (tests/runs/test_store.py reruns one both ways). Any refused
     reply, or a record of refusals that is not a list, and the run is another.
     """
     limit = stored["config"].get("norm_limit")
     rejected = stored.get("rejected")
-    return (want.get("norm_limit") == 0 and isinstance(limit, (int, float)) and limit > 0
-            and isinstance(rejected, list) and not rejected)  # fmt: skip
+    return (
+        want.get("norm_limit") == 0
+        and isinstance(limit, (int, float))
+        and limit > 0
+        and isinstance(rejected, list)
+        and not rejected
+    )
 
 
 def reuse_decision(path: str, cfg) -> tuple:
@@ -181,8 +186,10 @@ def check_output_path(path, folder: bool = False, what: str = "--json") -> None:
     target = os.path.abspath(path)
     for part in target.split(os.sep):
         if len(os.fsencode(part)) > 255:
-            raise ValueError(f"{what}: the name {part[:20]}... has {len(part)} characters; "
-                             "file systems allow 255")  # fmt: skip
+            raise ValueError(
+                f"{what}: the name {part[:20]}... has {len(part)} characters; "
+                "file systems allow 255"
+            )
     kind = _kind(target)
     if folder and (kind not in (None, "a folder") or os.path.isfile(target)):
         raise ValueError(f"{what} {path}: is {kind or 'a file'}, not a folder")

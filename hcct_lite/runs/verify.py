@@ -43,11 +43,18 @@ def computed_on(r: dict) -> str:
 
 def _consistency_report(path: str, stored: dict, device: str, log) -> dict:
     """A GPU result where no GPU is: every derived field was checked on loading; say so."""
-    log(f"{path}: computed on {device}, and this machine has no GPU: not rerun; checked for "
+    log(
+        f"{path}: computed on {device}, and this machine has no GPU: not rerun; checked for "
         "internal consistency only (each epoch's mean, missing clients, learning rate, final "
-        "block, rejections and aggregation agree with what they derive from)")  # fmt: skip
-    return {"path": path, "checked": "consistency", "reproduces": None, "device": device,
-            "epochs_compared": 0}  # fmt: skip
+        "block, rejections and aggregation agree with what they derive from)"
+    )
+    return {
+        "path": path,
+        "checked": "consistency",
+        "reproduces": None,
+        "device": device,
+        "epochs_compared": 0,
+    }
 
 
 def rerun(result: dict, capability: str | None = None, threads: int | None = None) -> dict:
@@ -148,8 +155,9 @@ def compare_runs(stored: dict, again: dict) -> dict:
     diffs, beyond = _beyond(e0, e1, one)
     first_error = None
     for t, (h0, h1) in enumerate(zip(stored["history"], again["history"], strict=False)):
-        _, off = _beyond(_padded(h0["client_test_error"], n), _padded(h1["client_test_error"], n),
-                         one)  # fmt: skip
+        _, off = _beyond(
+            _padded(h0["client_test_error"], n), _padded(h1["client_test_error"], n), one
+        )
         if off:
             first_error = [t, off[0]]
             break
@@ -174,8 +182,11 @@ def _padded(errors, n: int) -> list:
 def _beyond(e0, e1, one) -> tuple:
     """Differences (rerun minus stored) and the clients off by more than one test sample."""
     diffs = [None if x is None or y is None else y - x for x, y in zip(e0, e1, strict=True)]
-    off = [i for i, (x, y, d, s) in enumerate(zip(e0, e1, diffs, one, strict=True))
-           if (x is None) != (y is None) or (d is not None and abs(d) > s + 1e-9)]  # fmt: skip
+    off = [
+        i
+        for i, (x, y, d, s) in enumerate(zip(e0, e1, diffs, one, strict=True))
+        if (x is None) != (y is None) or (d is not None and abs(d) > s + 1e-9)
+    ]
     return diffs, off
 
 
@@ -220,8 +231,10 @@ def verify(path: str, capability: str | None = None, log=print, stored=None) -> 
 def _log_report(rep: dict, log) -> None:
     head = f"{rep['path']} ({rep['capability']} kernels, {rep['threads']} thread(s)): "
     if rep["reproduces"]:
-        log(head + f"reproduces (all {rep['epochs_compared']} epochs compared: the same "
-            "groups and every client's error within one test sample in each)")  # fmt: skip
+        log(
+            head + f"reproduces (all {rep['epochs_compared']} epochs compared: the same "
+            "groups and every client's error within one test sample in each)"
+        )
         return
     where = rep["first_error_difference"]
     log(

@@ -8,6 +8,11 @@ from .base import GroupScheme, Plan, Scheme, ServerView, weighted_average
 from .registry import make_scheme, register_scheme
 
 __all__ = [
-    "Plan", "ServerView", "Scheme", "GroupScheme", "weighted_average", "make_scheme",
+    "Plan",
+    "ServerView",
+    "Scheme",
+    "GroupScheme",
+    "weighted_average",
+    "make_scheme",
     "register_scheme",
-]  # fmt: skip
+]

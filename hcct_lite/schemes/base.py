@@ -200,8 +200,9 @@ class Scheme:
         """
         return self.models_shared or (self.loners_rejoin and aggregator != "mean")
 
-    def average(self, states, starts, weights, sizes, members, *, epoch, reference=None,
-                model=None) -> dict:  # fmt: skip
+    def average(
+        self, states, starts, weights, sizes, members, *, epoch, reference=None, model=None
+    ) -> dict:
         """One model from members' trained ``states``: FedAvg, or the run's aggregator.
 
         ``starts`` (n,) the models they trained from, ``weights`` (n,) aggregation
@@ -209,7 +210,7 @@ class Scheme:
         ``reference`` (:meth:`dispute_reference`) the round being aggregated. ``model``: a
         hashable name of the model they trained from (a cluster's, the global one, a
         group's), or None; a robust aggregator remembers how each named model moved
-        (:meth:`~hcct_lite.schemes.robust.Aggregator.combine_named`).
+        (:meth:`~hcct_lite.deploy.defences.robust.Aggregator.combine_named`).
         """
         if self.aggregator is None:
             return weighted_average(states, weights)
@@ -284,10 +285,15 @@ class GroupScheme(Scheme):
         out, reference = {}, self.dispute_reference(results)
         for g in plan.groups:
             model = self.average(
-                [results[i].state for i in g], [plan.start.get(i) for i in g],
-                self.weights(g, server, results), server.sizes[g], g,
-                epoch=t, reference=reference, model=frozenset(g),
-            )  # fmt: skip
+                [results[i].state for i in g],
+                [plan.start.get(i) for i in g],
+                self.weights(g, server, results),
+                server.sizes[g],
+                g,
+                epoch=t,
+                reference=reference,
+                model=frozenset(g),
+            )
             for i in g:
                 out[i] = self._personal(model, results[i].state, server.head)
         return out

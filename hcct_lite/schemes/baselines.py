@@ -162,10 +162,15 @@ class MAXFL(Scheme):
         members = sorted(results) if bootstrap else [i for i in results if plan.per_client[i]]
         if members:
             self.global_state = self.average(
-                [results[i].state for i in members], [plan.start.get(i) for i in members],
-                server.sizes[members], server.sizes[members], members,
-                epoch=t, reference=self.dispute_reference(results), model="global",
-            )  # fmt: skip
+                [results[i].state for i in members],
+                [plan.start.get(i) for i in members],
+                server.sizes[members],
+                server.sizes[members],
+                members,
+                epoch=t,
+                reference=self.dispute_reference(results),
+                model="global",
+            )
         if not bootstrap:
             for i in members:
                 out[i] = self.global_state
@@ -221,10 +226,15 @@ class _ClusterModels(Scheme):
             members = sorted(i for i, c in choice.items() if j in c)
             if members:
                 self.models[j] = self.average(
-                    [results[i].state for i in members], [plan.start.get(i) for i in members],
-                    server.sizes[members], server.sizes[members], members,
-                    epoch=t, reference=reference, model=j,
-                )  # fmt: skip
+                    [results[i].state for i in members],
+                    [plan.start.get(i) for i in members],
+                    server.sizes[members],
+                    server.sizes[members],
+                    members,
+                    epoch=t,
+                    reference=reference,
+                    model=j,
+                )
         return {i: self.client_model(c) for i, c in choice.items()}
 
 

@@ -16,7 +16,6 @@ import pkgutil
 from .base import Scheme
 from .baselines import FLSC, IFCA, MAXFL, FedFA, Fixed, Global, Independent
 from .hcct import HCCT, HCCTE, HCCTP
-from .robust import Aggregator
 
 __all__ = [
     "PAPER_SCHEMES",
@@ -28,8 +27,17 @@ __all__ = [
 ]
 
 # The paper's schemes, in its order: the grids, the report and the lessons use these.
-PAPER_SCHEMES = ("independent", "global", "hcct", "hcct-e", "hcct-p", "maxfl", "fedfa", "ifca",
-                 "flsc")  # fmt: skip
+PAPER_SCHEMES = (
+    "independent",
+    "global",
+    "hcct",
+    "hcct-e",
+    "hcct-p",
+    "maxfl",
+    "fedfa",
+    "ifca",
+    "flsc",
+)
 # name -> class, and name -> its builder from a RunConfig (both filled by register_scheme)
 SCHEME_CLASSES: dict = {}
 _BUILDERS: dict = {}
@@ -93,7 +101,7 @@ def scheme_names() -> tuple:
 
 
 def make_scheme(name: str, cfg) -> Scheme:
-    """A fresh scheme ``name`` configured from ``cfg``, with its aggregator.
+    """A fresh scheme ``name`` configured from ``cfg``.
 
     Each scheme takes only its own settings in its constructor; its registered builder is
     the one place that reads them from a run's configuration.
@@ -103,13 +111,13 @@ def make_scheme(name: str, cfg) -> Scheme:
     name : str
         A registered scheme (:func:`scheme_names`), e.g. ``"hcct"`` or ``"ifca"``.
     cfg : RunConfig
-        The run's settings; the aggregator reads ``aggregator``, ``clip_factor``,
-        ``trim_fraction``, ``batch_size`` and ``local_epochs``.
+        The run's settings.
 
     Returns
     -------
     Scheme
-        A new instance, its ``aggregator`` set.
+        A new instance. It averages by FedAvg; a deployment's defence may give it a robust
+        aggregator (:class:`~hcct_lite.deploy.defences.layer.Defence`).
 
     Raises
     ------
@@ -127,11 +135,7 @@ def make_scheme(name: str, cfg) -> Scheme:
     _discover()
     if name not in SCHEME_CLASSES:
         raise ValueError(f"unknown scheme {name!r}; choose from {sorted(SCHEME_CLASSES)}")
-    scheme = _BUILDERS[name](cfg)
-    scheme.aggregator = Aggregator(
-        cfg.aggregator, cfg.clip_factor, cfg.trim_fraction, cfg.batch_size, cfg.local_epochs
-    )
-    return scheme
+    return _BUILDERS[name](cfg)
 
 
 def _hcct_family(cls):
@@ -144,14 +148,18 @@ for _cls, _build in (
     (HCCT, _hcct_family(HCCT)),
     (HCCTE, _hcct_family(HCCTE)),
     (HCCTP, _hcct_family(HCCTP)),
-    (MAXFL, lambda cfg: MAXFL(cfg.lr, cfg.local_epochs, cfg.maxfl_reference_epochs,
-                              cfg.maxfl_threshold)),
+    (
+        MAXFL,
+        lambda cfg: MAXFL(
+            cfg.lr, cfg.local_epochs, cfg.maxfl_reference_epochs, cfg.maxfl_threshold
+        ),
+    ),
     (FedFA, lambda cfg: FedFA(cfg.authors_round0)),
     (IFCA, lambda cfg: IFCA(cfg.cluster_models)),
     (FLSC, lambda cfg: FLSC(cfg.cluster_models, cfg.soft_groups)),
     # not a scheme of the paper: a partition given by hand (Table II's patterns)
     (Fixed, lambda cfg: Fixed(cfg.partition, cfg.authors_round0)),
-):  # fmt: skip
+):
     register_scheme(_cls, _build)
 
 _DISCOVERED = []

@@ -13,8 +13,8 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
+from ..parts import find, part_missing
 from ..schemes.registry import PAPER_SCHEMES, scheme_names
 from .tasks import TASKS
 
@@ -25,11 +25,10 @@ __all__ = [
     "make_config",
     "validate_config",
     "arrival_epochs",
+    "asks_defence",
     "parse_partition",
 ]
 
-# gpu_precision: "default" is torch's (float32; cuDNN may take TF32 for convolutions)
-GPU_PRECISIONS = ("default", "tf32", "bf16")
 # The paper's schemes (its grids, report and lessons); any registered scheme runs
 # (hcct_lite.schemes.registry: "fixed", a partition given by hand, and extensions).
 SCHEMES = PAPER_SCHEMES
@@ -80,7 +79,7 @@ class RunConfig:
     partition: tuple | None = None  # the "fixed" scheme's groups, e.g. ((0, 1), (2,))
     record_cosines: bool = False  # store each epoch's pairwise update cosines in the history
     # the norm rule: a reply to be averaged with others is rejected where its update is
-    # longer than its limit (hcct_lite.schemes.norms.norm_bound, factor norm_limit).
+    # longer than its limit (hcct_lite.deploy.defences.norms.norm_bound, factor norm_limit).
     # 0 (off) runs the paper's algorithm; a deployment turns it on (its app's norm-limit, 20:
     # honest FMNIST replies reach 12 x, HCCT-P in late epochs)
     norm_limit: float = 0.0
@@ -88,7 +87,8 @@ class RunConfig:
     # (of two, the smaller) for the steps, the clip, the norm rule and the weights (0: off)
     count_bound: float = 0.0
     # how a group's models become one: "mean" (FedAvg, the paper's) or a robust rule of
-    # hcct_lite.schemes.robust; deltas clipped to their norm_bound limit (factor clip_factor)
+    # hcct_lite.deploy.defences.robust; deltas clipped to their norm_bound limit
+    # (factor clip_factor)
     aggregator: str = "mean"
     clip_factor: float = 4.0
     trim_fraction: float = 0.25  # trimmed-mean: share dropped at each side
@@ -99,10 +99,10 @@ class RunConfig:
     download: bool = True
     device: str = "cpu"
     # on a GPU, each local step's forward and backward pass replayed as one CUDA graph (the
-    # same kernels; hcct_lite.training.graphs)
+    # same kernels; hcct_lite.gpu.graphs)
     cuda_graphs: bool = False
     # every client of an epoch trained at once on stacked networks (another summation order;
-    # hcct_lite.training.batched), and on a GPU the arithmetic of those steps
+    # hcct_lite.gpu.batched), and on a GPU the arithmetic of those steps
     batched_clients: bool = False
     gpu_precision: str = "default"
 
@@ -219,10 +219,17 @@ def _check_counts(cfg: RunConfig) -> None:
     _check_count("new_clients", cfg.new_clients, 0, cfg.n_clients, clients)
 
 
-def _check_aggregation(cfg: RunConfig) -> None:
-    from ..schemes.robust import check_aggregation
+def asks_defence(cfg: RunConfig) -> bool:
+    """Whether ``cfg`` asks for the deployment's defence (a robust rule, a bound, a rule)."""
+    return cfg.aggregator != "mean" or cfg.norm_limit != 0 or cfg.count_bound != 0
 
-    check_aggregation(cfg.aggregator, cfg.clip_factor, cfg.trim_fraction)  # the Aggregator's rule
+
+def _check_aggregation(cfg: RunConfig) -> None:
+    check = find("check", "defence")  # the deployment part's rule of its settings
+    if check is not None:
+        check(cfg)
+    elif asks_defence(cfg):
+        raise part_missing("the settings aggregator, norm_limit and count_bound", "deploy")
     _need(
         _is_number(cfg.count_bound) and (cfg.count_bound == 0 or 1 <= cfg.count_bound < math.inf),
         f"count_bound must be 0 (off) or a finite number >= 1 (a multiple of the median "
@@ -236,39 +243,15 @@ def _check_device(cfg: RunConfig) -> None:
         and (cfg.device in ("cpu", "cuda", "auto") or cfg.device.startswith("cuda:")),
         f"device must be auto, cpu or cuda; got {cfg.device!r}",
     )
-    _need(isinstance(cfg.cuda_graphs, bool), f"cuda_graphs must be a bool; got {cfg.cuda_graphs!r}")
-    _need(
-        not (cfg.cuda_graphs and cfg.device == "cpu"),
-        "cuda_graphs needs a GPU: use device 'cuda' (or 'auto' on a machine with one), "
-        "or turn cuda_graphs off",
-    )
-    _check_batched(cfg)
-
-
-def _check_batched(cfg: RunConfig) -> None:
-    _need(
-        isinstance(cfg.batched_clients, bool),
-        f"batched_clients must be a bool; got {cfg.batched_clients!r}",
-    )
-    _need(
-        cfg.gpu_precision in GPU_PRECISIONS,
-        f"gpu_precision must be one of {', '.join(GPU_PRECISIONS)}; got {cfg.gpu_precision!r}",
-    )
-    _need(
-        not (cfg.batched_clients and cfg.cuda_graphs),
-        "batched_clients and cuda_graphs are two ways of training: turn one off",
-    )
-    _need(
-        cfg.gpu_precision == "default" or (cfg.batched_clients and cfg.device != "cpu"),
-        f"gpu_precision {cfg.gpu_precision!r} applies to batched_clients on a GPU: set "
-        "batched_clients and device 'cuda', or leave gpu_precision 'default'",
-    )
-    if cfg.batched_clients:
-        from .models import build_model, check_stackable
-
-        with torch.device("meta"):  # the layers' kinds only: no weights drawn or stored
-            model = build_model(cfg.model)
-        check_stackable(model)
+    if (
+        cfg.batched_clients is not False
+        or cfg.cuda_graphs is not False
+        or (cfg.gpu_precision != "default")
+    ):  # the GPU part's settings: its own rule checks them
+        check = find("check", "gpu")
+        if check is None:
+            raise part_missing("batched_clients, cuda_graphs and gpu_precision", "gpu")
+        check(cfg)
 
 
 def _is_number(x) -> bool:

@@ -19,13 +19,11 @@ from typing_extensions import override
 from ..partition.updates import cosine_matrix
 from ..schemes.base import Scheme, ServerView
 from ..schemes.registry import make_scheme
-from .batched import BatchedSGDTrainer
 from .config import RunConfig, arrival_epochs
-from .graphs import GraphedSGDTrainer
-from .local import SGDTrainer, clone_state, evaluate, seed_global_stream
+from .local import clone_state, evaluate, make_trainer, seed_global_stream
 from .models import build_model, head_names
 from .provenance import provenance
-from .replies import ScreenedBackend
+from .replies import ScreenedBackend, defence_for
 from .tasks import build_clients
 
 __all__ = ["Backend", "LocalBackend", "run_experiment", "resolve_device", "init_model"]
@@ -99,7 +97,7 @@ class LocalBackend:
 
     ``cfg`` a RunConfig; ``clients`` its n_clients ClientData, each with a training and a test
     sample at least (else ``ValueError``); ``model`` the network they train, on ``device``.
-    :mod:`hcct_lite.flower` provides a backend whose clients are Flower ClientApps.
+    :mod:`hcct_lite.deploy.flower` provides a backend whose clients are Flower ClientApps.
     """
 
     def __init__(self, cfg: RunConfig, clients, model, device):
@@ -113,12 +111,7 @@ class LocalBackend:
                 )
         self.clients = clients
         self.model = model
-        args = (model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed)
-        if cfg.batched_clients:
-            self.trainer = BatchedSGDTrainer(*args, device, cfg.gpu_precision)
-        else:
-            trainer = GraphedSGDTrainer if cfg.cuda_graphs else SGDTrainer
-            self.trainer = trainer(*args, device)
+        self.trainer = make_trainer(cfg, model, device)
         self.sizes = np.array([c.size for c in clients], dtype=np.int64)
         self.domains = [c.domain for c in clients]
 
@@ -128,16 +121,7 @@ class LocalBackend:
 
     @override
     def evaluate(self, states: dict) -> dict:
-        if isinstance(self.trainer, BatchedSGDTrainer):  # every client in one pass
-            tests = {i: (self.clients[i].x_test, self.clients[i].y_test) for i in states}
-            return self.trainer.evaluate(states, tests)
-        out, loaded = {}, None
-        # Clients holding the same model object (a group's) load it once.
-        for i, st in sorted(states.items(), key=lambda kv: id(kv[1])):
-            c = self.clients[i]
-            out[i] = evaluate(self.model, None if st is loaded else st, c.x_test, c.y_test)[1]
-            loaded = st
-        return {i: out[i] for i in states}
+        return self.trainer.evaluate_clients(states, self.clients)
 
     @override
     def probe(self, i: int, state: dict) -> tuple:
@@ -186,7 +170,10 @@ def run_experiment(cfg: RunConfig, progress: bool = True, clients=None, backend=
     model = init_model(cfg, 0, device)
     backend = _backend(cfg, clients, backend, model, device)
     scheme = make_scheme(cfg.scheme, cfg)
-    guarded = ScreenedBackend(backend, cfg, scheme)
+    defence = defence_for(cfg)  # None for the paper's runs: FedAvg, no rule, no bound
+    if defence is not None:
+        defence.arm(scheme)
+    guarded = ScreenedBackend(backend, cfg, scheme, defence)
     fixed = ServerView(
         sizes=guarded.sizes,
         init_state=clone_state(model.state_dict()),

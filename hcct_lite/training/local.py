@@ -2,8 +2,9 @@
 
 The server never sees data: a client returns its trained model, its update
 ``g_i = (w_start - w_end) / lr`` and scalar statistics (sample count, loss, accuracy).
-:class:`LocalTrainer` is the one small interface the engine calls, so a batched
-multi-client implementation can replace :class:`SGDTrainer` without touching the schemes.
+:class:`LocalTrainer` is the one small interface the engine calls. :func:`make_trainer`
+picks :class:`SGDTrainer`, or a trainer an optional part registered (the GPU part's
+batched clients and CUDA graphs), without touching the schemes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch
 from torch import nn
 from typing_extensions import override
 
+from ..parts import find, part_missing
 from .splits import ClientData
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "LocalResult",
     "LocalTrainer",
     "SGDTrainer",
+    "make_trainer",
     "evaluate",
     "update_of",
     "load_state",
@@ -134,6 +137,16 @@ class SGDTrainer:
     def train(self, starts: dict, clients: dict, lr: float, epoch: int) -> dict:
         return {i: self.train_one(starts[i], clients[i], lr, epoch, i) for i in sorted(starts)}
 
+    def evaluate_clients(self, states: dict, clients: dict) -> dict:
+        """Test error in % of ``states[i]`` on ``clients[i]``'s test split, index -> float."""
+        out, loaded = {}, None
+        # clients holding the same model object (a group's) load it once
+        for i, st in sorted(states.items(), key=lambda kv: id(kv[1])):
+            c = clients[i]
+            out[i] = evaluate(self.model, None if st is loaded else st, c.x_test, c.y_test)[1]
+            loaded = st
+        return {i: out[i] for i in states}
+
     def train_one(self, start: dict, data: ClientData, lr: float, epoch: int, client: int):
         """Local SGD of one client from ``start``; returns its LocalResult."""
         model = self.model
@@ -197,6 +210,27 @@ class SGDTrainer:
         loss.backward()
         stats[0].add_(loss.detach().double() * yb.shape[0])
         stats[1].add_((out.argmax(1) == yb).sum())
+
+
+def make_trainer(cfg, model: nn.Module, device):
+    """The trainer of ``cfg``'s clients: :class:`SGDTrainer`, or a part's.
+
+    ``batched_clients`` and ``cuda_graphs`` name the GPU part's trainers (``"batched"``,
+    ``"graphs"``), built as ``build(cfg, model, device)``.
+
+    Raises
+    ------
+    ValueError
+        If the setting asks for a trainer no installed part registered.
+    """
+    name = "batched" if cfg.batched_clients else "graphs" if cfg.cuda_graphs else None
+    args = (model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed)
+    if name is None:
+        return SGDTrainer(*args, device)
+    build = find("trainer", name)
+    if build is None:
+        raise part_missing("batched_clients" if cfg.batched_clients else "cuda_graphs", "gpu")
+    return build(cfg, model, device)
 
 
 def seed_global_stream(seed: int, device) -> None:

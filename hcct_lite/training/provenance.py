@@ -50,7 +50,7 @@ __all__ = [
 # use them, and the robust aggregators as they were at version 1); AGGREGATORS_VERSION for
 # the robust aggregators (runs whose aggregator is not FedAvg's: their history rule and the
 # loners they judge came with version 2); BATCHED_VERSION for every client trained at once
-# (batched_clients: training/batched.py and the stacked networks). A scheme's version is
+# (batched_clients: gpu/batched.py and the stacked networks). A scheme's version is
 # its class's ``compute_version``, a task's its entry in ``TASK_VERSIONS``
 # (hcct_lite/training/tasks.py).
 ENGINE_VERSION = 1
@@ -66,12 +66,18 @@ COMPUTE_PACKAGES = ("partition", "training", "schemes")
 # x86-64 CPU (MKL's COMPATIBLE branch is its reproducible one for any vendor); "avx2" and
 # "avx512" are faster and reproduce on Intel CPUs that have those instructions.
 CPU_KERNELS = {
-    "default": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE",
-                "ONEDNN_MAX_CPU_ISA": "SSE41"},
+    "default": {
+        "ATEN_CPU_CAPABILITY": "default",
+        "MKL_CBWR": "COMPATIBLE",
+        "ONEDNN_MAX_CPU_ISA": "SSE41",
+    },
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
-    "avx512": {"ATEN_CPU_CAPABILITY": "avx512", "MKL_CBWR": "AVX512",
-               "ONEDNN_MAX_CPU_ISA": "AVX512_CORE"},
-}  # fmt: skip
+    "avx512": {
+        "ATEN_CPU_CAPABILITY": "avx512",
+        "MKL_CBWR": "AVX512",
+        "ONEDNN_MAX_CPU_ISA": "AVX512_CORE",
+    },
+}
 KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA")
 
 
@@ -164,14 +170,19 @@ def code_text(source: str) -> str:
     import tokenize
 
     spans = [
-        (node.body[0].lineno, node.body[0].col_offset,
-         node.body[0].end_lineno, node.body[0].end_col_offset)
+        (
+            node.body[0].lineno,
+            node.body[0].col_offset,
+            node.body[0].end_lineno,
+            node.body[0].end_col_offset,
+        )
         for node in ast.walk(ast.parse(source))
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-        and node.body and isinstance(node.body[0], ast.Expr)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
         and isinstance(node.body[0].value, ast.Constant)
         and isinstance(node.body[0].value.value, str)
-    ]  # fmt: skip
+    ]
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
         if tok.type == tokenize.COMMENT:
             spans.append((*tok.start, *tok.end))

@@ -5,6 +5,10 @@ aggregate. :class:`ReplyScreen` checks what a backend returns (trained states, r
 sample counts and metrics, test errors, probe results) against what the server sent and
 what the silo declared at enrolment. A bad reply makes that client *missing* for the
 epoch; the reason is logged and kept for the result JSON's ``rejected`` list.
+
+:class:`ScreenedBackend` is the backend behind the screen, the one the training loop
+uses. A deployment's defence (the deploy part's layer: a count bound, a norm rule, a
+robust aggregator) plugs in there, and only where a run's settings ask for one.
 """
 
 from __future__ import annotations
@@ -14,10 +18,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from ..schemes.norms import l2_norm, local_steps, norm_bound
-from ..schemes.robust import vouched_counts
+from ..parts import find, part_missing
 
 __all__ = [
     "Rejected",
@@ -26,7 +30,7 @@ __all__ = [
     "state_problem",
     "train_problem",
     "update_problem",
-    "update_norm",
+    "defence_for",
 ]
 
 log = logging.getLogger("hcct_lite")
@@ -126,22 +130,17 @@ def train_problem(result, start: Mapping, declared: int) -> str | None:
     return None
 
 
-def update_norm(update) -> float:
-    """The Euclidean norm of an update (name -> tensor), in float64 (1e37 entries square)."""
-    flat = getattr(update, "flat", None)
-    return l2_norm([flat] if isinstance(flat, torch.Tensor) else update.values())
-
-
 class ReplyScreen:
     """Checks a run's replies and keeps the rejections.
 
     Parameters
     ----------
     sizes : (N,) samples each silo declared at enrolment
-    norm_limit : the norm rule's factor (0: off): a reply that passes the per-reply checks
-        and is to be averaged with others is rejected where its update is longer than its
-        :func:`~hcct_lite.schemes.norms.norm_bound` limit
-    steps : (N,) local SGD steps of each silo per epoch (default 1 each), for the limit
+    rule : callable or None, default=None
+        A further rule on the replies that passed the per-reply checks (the deploy part's
+        norm rule), called as ``rule(results, shared, epoch, reject)``: ``shared`` the
+        clients about to be averaged with others (None: every client), ``reject`` this
+        screen's :meth:`reject`. It returns the replies it keeps.
 
     Each method that may refuse a reply is told the ``epoch`` it screens, and records a
     refusal at that epoch; the screen keeps no epoch of its own.
@@ -151,10 +150,9 @@ class ReplyScreen:
     rejected : list of ``{"client", "epoch", "reason"}``, in the order they happened
     """
 
-    def __init__(self, sizes, norm_limit: float = 0.0, steps=None):
+    def __init__(self, sizes, rule=None):
         self.sizes = [int(s) for s in sizes]
-        self.norm_limit = float(norm_limit)
-        self.steps = [1] * len(self.sizes) if steps is None else [int(s) for s in steps]
+        self.rule = rule
         self.rejected = []
 
     def reject(self, client: int, reason: str, epoch: int) -> None:
@@ -176,11 +174,9 @@ class ReplyScreen:
         -------
         dict client -> LocalResult, the accepted replies (a subset of ``results``).
 
-        Replies that pass the per-reply checks then pass the norm rule (``norm_limit``) if
-        they are about to be averaged with others: their client shares a group of
-        ``groups`` with another. A client alone changes no one's model, and clients
-        training apart drift apart: late in Independent training on FMNIST honest update
-        norms reach 15 times the round's median.
+        Replies that pass the per-reply checks then pass the screen's ``rule``, if any,
+        which judges those about to be averaged with others: their client shares a group
+        of ``groups`` with another.
         """
         ok = {}
         for i, r in results.items():
@@ -192,30 +188,10 @@ class ReplyScreen:
                 self.reject(i, problem, epoch)
             else:
                 ok[i] = r
-        if self.norm_limit <= 0 or not ok:
+        if self.rule is None or not ok:
             return ok
         shared = None if groups is None else {i for g in groups if len(g) > 1 for i in g}
-        return self._norm_rule(ok, shared, epoch)
-
-    def _norm_rule(self, results: dict, shared, epoch: int) -> dict:
-        # every accepted reply is evidence of an honest norm, a loner's too; only those to
-        # be averaged with others are judged
-        raw = {i: update_norm(r.update) for i, r in results.items()}
-        bound = norm_bound(list(raw.values()), [self.steps[i] for i in raw], self.norm_limit)
-        ref, ref_step = bound.reference, bound.per_step_reference
-        for (i, norm), limit in zip(list(raw.items()), bound.limits, strict=True):
-            if norm <= limit or (shared is not None and i not in shared):
-                continue
-            ratio = f"{norm / ref:.3g} times" if ref > 0 else "above 0, while"
-            self.reject(
-                i,
-                f"update norm {norm:.3g} is {ratio} the round's {bound.basis} {ref:.3g}, and "
-                f"{norm / self.steps[i] / max(ref_step, 1e-300):.3g} times it per local step "
-                f"(norm rule: at most {self.norm_limit:g} times)",
-                epoch,
-            )
-            del results[i]
-        return results
+        return self.rule(ok, shared, epoch, self.reject)
 
     def accepted_errors(self, tested: dict, epoch: int) -> dict:
         """Test errors (in %) that are finite and in [0, 100]; the others are rejected.
@@ -264,38 +240,59 @@ class ReplyScreen:
         return checked
 
 
+def defence_for(cfg):
+    """The deployment's defence layer ``cfg`` asks for, or None (the paper's runs).
+
+    Raises
+    ------
+    ValueError
+        If ``cfg`` asks for a defence and no installed part registered one.
+    """
+    from .config import asks_defence
+
+    if not asks_defence(cfg):
+        return None
+    layer = find("defence", "deployment")
+    if layer is None:
+        raise part_missing("the settings aggregator, norm_limit and count_bound", "deploy")
+    return layer(cfg)
+
+
 class ScreenedBackend:
     """A backend behind the reply screen: every reply the training loop sees has passed it.
 
     The loop of Algorithm 1 trains, evaluates and probes through this object and never
-    checks a reply itself. The deployment's defences sit here too: the count bound
-    (``count_bound``: a declared count above that multiple of the median is cut) and the
-    norm rule (``norm_limit``). In-process runs of the paper leave both off.
+    checks a reply itself. A deployment's defence layer (:func:`defence_for`) adds its
+    count bound and norm rule here; the paper's runs have none.
 
     Parameters
     ----------
     backend : Backend
         How the clients are reached.
     cfg : RunConfig
-        Reads ``count_bound``, ``norm_limit``, ``batch_size``, ``local_epochs`` and
-        ``aggregator``.
+        Reads ``aggregator`` (for the record).
     scheme : Scheme
-        Its ``judges_every_reply`` says whether the norm rule judges a loner's reply too.
+        Its ``judges_every_reply`` says whether a rule judges a loner's reply too.
+    defence : object or None, default=None
+        The defence layer: ``vouched(declared)`` the counts it vouches for,
+        ``norm_rule(vouched)`` the screen's rule (or None), ``record(declared, vouched)``
+        what it adds to the result's ``aggregation``.
 
     Attributes
     ----------
     sizes : numpy.ndarray of shape (n_clients,), int64
         The counts the federation vouches for: they set each silo's steps, clip, norm
-        allowance and weight.
+        allowance and weight (the declared ones without a defence).
     screen : ReplyScreen
         Its ``rejected`` list is the result's.
     """
 
-    def __init__(self, backend, cfg, scheme):
-        self.backend, self.count_bound = backend, cfg.count_bound
-        self.sizes = vouched_counts(backend.sizes, cfg.count_bound)
-        steps = local_steps(self.sizes, cfg.batch_size, cfg.local_epochs)
-        self.screen = ReplyScreen(backend.sizes, cfg.norm_limit, steps)
+    def __init__(self, backend, cfg, scheme, defence=None):
+        self.backend, self.defence, self.aggregator = backend, defence, cfg.aggregator
+        declared = np.asarray(backend.sizes, dtype=np.int64)
+        self.sizes = declared.copy() if defence is None else defence.vouched(declared)
+        rule = None if defence is None else defence.norm_rule(self.sizes)
+        self.screen = ReplyScreen(declared, rule)
         # a loner's reply is judged where its model may be taken up by others
         self.judge_loners = scheme.judges_every_reply(cfg.aggregator)
 
@@ -331,15 +328,8 @@ class ScreenedBackend:
         )
 
     def record(self, aggregator) -> dict:
-        """The aggregator's record, and where the count bound cut a declared count."""
-        out = aggregator.record()
-        declared, vouched = self.backend.sizes, self.sizes
-        cut = [i for i, (d, v) in enumerate(zip(declared, vouched, strict=True)) if d != v]
-        if cut:
-            out["vouched_counts"] = [int(v) for v in vouched]
-            out["vouched_counts_note"] = (
-                f"clients {cut} declared more samples than {self.count_bound:g} x the "
-                "federation's median count; their steps, clip, norm allowance and weight use "
-                "the vouched counts"
-            )
+        """The result's ``aggregation``: the aggregator's record, and the defence's."""
+        out = {"aggregator": self.aggregator} if aggregator is None else aggregator.record()
+        if self.defence is not None:
+            out.update(self.defence.record(self.backend.sizes, self.sizes))
         return out

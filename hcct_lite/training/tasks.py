@@ -48,8 +48,9 @@ _BUILDERS: dict = {}
 _FALLBACKS: dict = {}
 
 
-def register_task(name: str, defaults: dict, build, version: int = 1, fallback=None,
-                  replace: bool = False) -> None:  # fmt: skip
+def register_task(
+    name: str, defaults: dict, build, version: int = 1, fallback=None, replace: bool = False
+) -> None:
     """Register the task ``name``: the one place a task is added.
 
     Parameters
@@ -133,8 +134,15 @@ def _rotated_digits(cfg) -> list:
     ds = load_dataset(cfg.dataset, **_kw(cfg))
     parts = even_split(len(ds), n, cfg.samples, rng)
     doms = [f"rot{90 * ((i * 4) // n)}" for i in range(n)]
-    return make_clients(ds, parts, cfg.train_ratio, rng, *MODEL_INPUT[cfg.model], doms,
-                        transform=lambda i, x: _rotate(i, x, n))  # fmt: skip
+    return make_clients(
+        ds,
+        parts,
+        cfg.train_ratio,
+        rng,
+        *MODEL_INPUT[cfg.model],
+        doms,
+        transform=lambda i, x: _rotate(i, x, n),
+    )
 
 
 def _images(cfg, split) -> list:

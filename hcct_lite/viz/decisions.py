@@ -36,8 +36,14 @@ def plot_group_timeline(epochs, ax=None, title=None, client_names=None):
         grid[shared, t] = labels[shared]
     colours = [to_rgba(ALONE)] + [to_rgba(f"C{k % 10}") for k in range(n)]
     ax = axes(ax, (6, 0.3 * n + 1.5))
-    ax.imshow(grid + 1, cmap=ListedColormap(colours), vmin=0, vmax=n, aspect="auto",
-              interpolation="nearest")  # fmt: skip
+    ax.imshow(
+        grid + 1,
+        cmap=ListedColormap(colours),
+        vmin=0,
+        vmax=n,
+        aspect="auto",
+        interpolation="nearest",
+    )
     names = client_names or [str(i + 1) for i in range(n)]
     step = max(1, n // 10)  # at most ~10 row labels keep 12-pt text readable
     ax.set_yticks(range(0, n, step), names[::step])
@@ -72,6 +78,11 @@ def plot_group_timelines(runs: dict, titles: dict, truth: dict | None = None):
             ari = truth_agreement(epochs, truth[name])
             title += f"\ntrue groups in {int((ari == 1).sum())} of {ari.size} epochs"
         plot_group_timeline(epochs, ax=ax, title=title)
-    fig.text(0.5, -0.02, "grey: alone; one colour in a column: one shared model",
-             ha="center", fontsize=12)  # fmt: skip
+    fig.text(
+        0.5,
+        -0.02,
+        "grey: alone; one colour in a column: one shared model",
+        ha="center",
+        fontsize=12,
+    )
     return axs

@@ -56,8 +56,13 @@ def _draw_terms(ax, terms, chosen):
     x = np.arange(2)
     for k, (sample, divergence) in enumerate((terms["alone"], terms["group"])):
         ax.bar(x[k], sample, color="C0", label="sample term" if k == 0 else None)
-        ax.bar(x[k], divergence, bottom=sample, color="C1",
-               label="label divergence (TV)" if k == 0 else None)  # fmt: skip
+        ax.bar(
+            x[k],
+            divergence,
+            bottom=sample,
+            color="C1",
+            label="label divergence (TV)" if k == 0 else None,
+        )
     members = ", ".join(str(i + 1) for i in terms["members"])
     ax.set_xticks(x, ["alone", f"with {members}"])
     ax.set_ylabel("bound terms (L = μ = 1, δ = 0.1)")
@@ -89,7 +94,7 @@ def _silo_row(k):
         classes=w.Text("0-9", description="classes", layout=w.Layout(width="180px")),
         rotation=w.Dropdown(
             options=list(ROTATIONS), value=0, description="rotation", layout=w.Layout(width="170px")
-        ),  # fmt: skip
+        ),
     )
 
 
@@ -149,9 +154,7 @@ class _DesignerPanel:
         self.top = dict(
             preset=w.Dropdown(options=list(PRESETS), value=preset, description="preset"),
             silos=w.IntSlider(3, min=3, max=MAX_SILOS, description="silos"),
-            alpha=w.FloatLogSlider(
-                50.0, base=10, min=-1, max=4, step=0.05, description="alpha"
-            ),  # fmt: skip
+            alpha=w.FloatLogSlider(50.0, base=10, min=-1, max=4, step=0.05, description="alpha"),
             client=w.Dropdown(options=[1, 2, 3], value=1, description="client"),
         )
         self.message, self.partition = w.HTML(), w.HTML()
@@ -163,8 +166,15 @@ class _DesignerPanel:
     def silos(self) -> list:
         """The silos the visible rows describe."""
         n = self.top["silos"].value
-        return [Silo(r["samples"].value, r["mix"].value, parse_classes(r["classes"].value),
-                     r["rotation"].value) for r in self.rows[:n]]  # fmt: skip
+        return [
+            Silo(
+                r["samples"].value,
+                r["mix"].value,
+                parse_classes(r["classes"].value),
+                r["rotation"].value,
+            )
+            for r in self.rows[:n]
+        ]
 
     def redraw(self, *_) -> None:
         """Show the rows of the chosen silos and redraw; a bad setting keeps the last picture."""
@@ -177,8 +187,10 @@ class _DesignerPanel:
         try:
             pic = self.designer.picture(self.silos(), top["alpha"].value, top["client"].value - 1)
         except ValueError as err:
-            self.message.value = (f"<b style='color:#b00020'>{html.escape(str(err))}</b> "
-                                  "(the last valid picture stays)")  # fmt: skip
+            self.message.value = (
+                f"<b style='color:#b00020'>{html.escape(str(err))}</b> "
+                "(the last valid picture stays)"
+            )
             return
         self.message.value = ""
         self.partition.value = html.escape(pic["text"])
@@ -215,9 +227,18 @@ class _DesignerPanel:
         for control in controls + [c for r in self.rows for c in r.values()]:
             control.observe(self.redraw, names="value")
         self.button.on_click(self.train)
-        box = w.VBox([w.HBox([top["preset"], top["silos"]]), w.HBox([top["alpha"], top["client"]]),
-                      *self.boxes, self.message, self.partition, self.picture, self.button,
-                      self.trained])  # fmt: skip
+        box = w.VBox(
+            [
+                w.HBox([top["preset"], top["silos"]]),
+                w.HBox([top["alpha"], top["client"]]),
+                *self.boxes,
+                self.message,
+                self.partition,
+                self.picture,
+                self.button,
+                self.trained,
+            ]
+        )
         box.add_class("hcct-designer")
         self.load()
         return box

@@ -25,8 +25,7 @@ def plot_scheme_study(summary: dict):
         x = np.arange(len(schemes)) + (j - (len(locals_) - 1) / 2) * width
         label = f"{local} local epoch{'s' if local > 1 else ''}"
         for ax, key in ((left, "error"), (right, "agreement")):
-            ax.bar(x, [summary[s, local][key] for s in schemes], width, label=label,
-                   color=f"C{j}")  # fmt: skip
+            ax.bar(x, [summary[s, local][key] for s in schemes], width, label=label, color=f"C{j}")
     for ax, ylabel in ((left, "final mean test error (%)"), (right, "agreement with rotations")):
         ax.set_xticks(range(len(schemes)), schemes)
         ax.set_ylabel(ylabel)
@@ -49,8 +48,15 @@ def plot_break_even(sizes, cosines, grid, ax=None, alpha=None):
     g = np.asarray(grid, dtype=float)
     image = ax.imshow(g, cmap="viridis", norm=LogNorm(vmin=max(g.min(), 1e-2), vmax=g.max()))
     for (r, c), v in np.ndenumerate(g):
-        ax.text(c, r, f"{v:.3g}", ha="center", va="center", fontsize=12,
-                color="w" if v < np.sqrt(g.min() * g.max()) else "k")  # fmt: skip
+        ax.text(
+            c,
+            r,
+            f"{v:.3g}",
+            ha="center",
+            va="center",
+            fontsize=12,
+            color="w" if v < np.sqrt(g.min() * g.max()) else "k",
+        )
         if alpha is not None and v < alpha:
             ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="r", lw=3))
     ax.set_xticks(range(len(cosines)), [f"{c:g}" for c in cosines])

@@ -16,7 +16,7 @@ A silo guards itself with its node config (docs/deploy.md, "What a server can le
 - ``lr-range`` (default ``"1e-4 1"``), ``batch-size-range`` (``"8 1024"``) and
   ``max-local-epochs`` (20): training settings outside them are refused;
 - ``dp-noise-multiplier`` (0, the default: off), ``dp-max-grad-norm`` (1), ``dp-delta``
-  (1e-5), ``dp-max-epsilon`` (0: no budget): DP-SGD with Opacus (:mod:`hcct_lite.privacy`);
+  (1e-5), ``dp-max-epsilon`` (0: no budget): DP-SGD with Opacus (:mod:`hcct_lite.deploy.privacy`);
   the reply then carries the epsilon spent so far (``dp-epsilon``).
 
 A refused request is an error reply; the server counts the silo as missing for that round.
@@ -29,9 +29,9 @@ import math
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
+from ...training.local import SGDTrainer, evaluate
+from ...training.models import build_model, head_names
 from ..privacy import dp_settings, private_train
-from ..training.local import SGDTrainer, evaluate
-from ..training.models import build_model, head_names
 from .common import config_from_run_config, config_from_text, from_record, to_record
 from .silo_data import silo_data
 
@@ -203,7 +203,7 @@ def _answer_train(cfg, msg: Message, context: Context) -> Message:
 
 
 def _train_privately(c, model, start, data, lr, epoch, i, dp, context) -> tuple:
-    """DP-SGD (:mod:`hcct_lite.privacy`): the silo's spending so far is in its context."""
+    """DP-SGD (:mod:`hcct_lite.deploy.privacy`): the silo's spending so far is in its context."""
     spent = context.state["dp"] if "dp" in context.state else None
     keys = ("sigma", "rate", "steps")
     history = [] if spent is None else list(zip(*(spent[k] for k in keys), strict=True))
@@ -213,9 +213,12 @@ def _train_privately(c, model, start, data, lr, epoch, i, dp, context) -> tuple:
     )
     sigma, rate, steps = (list(v) for v in zip(*history, strict=True))
     context.state["dp"] = MetricRecord(
-        {"sigma": [float(x) for x in sigma], "rate": [float(x) for x in rate],
-         "steps": [int(x) for x in steps]}
-    )  # fmt: skip
+        {
+            "sigma": [float(x) for x in sigma],
+            "rate": [float(x) for x in rate],
+            "steps": [int(x) for x in steps],
+        }
+    )
     return res, eps
 
 

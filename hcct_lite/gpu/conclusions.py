@@ -17,9 +17,9 @@ reference folder without the grid is an error, never a verdict.
 
 from __future__ import annotations
 
+from ..lessons.shipped import scheme_claims
 from ..reproduction.figure_checks import figure_claims
 from ..runs.reading import by_scheme, complete_seeds, load_grid
-from .shipped import scheme_claims
 
 __all__ = [
     "TABLE4_GRIDS",
@@ -50,8 +50,16 @@ def table4_spread(new, ref) -> list:
         }
         for protocol, stat in (("final", final), ("best", best)):
             low, high = min(values[protocol]), max(values[protocol])
-            rows.append(dict(scheme=scheme, protocol=protocol, new=stat[0], low=low, high=high,
-                             within=bool(low <= stat[0] <= high)))  # fmt: skip
+            rows.append(
+                dict(
+                    scheme=scheme,
+                    protocol=protocol,
+                    new=stat[0],
+                    low=low,
+                    high=high,
+                    within=bool(low <= stat[0] <= high),
+                )
+            )
     return rows
 
 
@@ -101,8 +109,11 @@ def compare_sets(new_dir: str, ref_dir: str = "results", grids=None) -> dict:
             out[grid] = {"status": f"{len(have)} of {len(names)} runs" if have else "missing"}
             continue
         new = [r for r in new if r["name"] in names]
-        out[grid] = {"status": "complete", "settings": settings_apart(new, ref),
-                     "claims": claims_agree(new, ref, grid)}  # fmt: skip
+        out[grid] = {
+            "status": "complete",
+            "settings": settings_apart(new, ref),
+            "claims": claims_agree(new, ref, grid),
+        }
         if grid in TABLE4_GRIDS:
             out[grid]["table4"] = table4_spread(new, ref)
     return out

@@ -8,8 +8,8 @@ screen then judges the values that parse (finite, in range, the right client).
 
 from __future__ import annotations
 
-from ..training.config import COUNT_LIMITS
-from ..training.local import LocalResult, update_of
+from ...training.config import COUNT_LIMITS
+from ...training.local import LocalResult, update_of
 from .common import from_record
 
 __all__ = ["TRAIN_METRICS", "metric", "training_result", "enrolment"]

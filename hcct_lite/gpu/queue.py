@@ -36,8 +36,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
+from ..runs.jobs import Outcome, one_torch_thread, run_job
 from ..training.config import make_config
-from .jobs import Outcome, one_torch_thread, run_job
 
 __all__ = [
     "QueueOptions",
@@ -89,6 +89,10 @@ class QueueOptions:
             ok = isinstance(value, (int, float)) and not isinstance(value, bool)
             if value is not None and not (ok and 0 < value < math.inf):
                 raise ValueError(f"{name} must be a number of {_UNITS[name]} > 0; got {value!r}")
+
+    def run(self, jobs, out_dir: str, device: str, say=print) -> list:
+        """:func:`run_queue` with these options (how the grid runner calls the part)."""
+        return run_queue(jobs, out_dir, device, self, say)
 
 
 _UNITS = {"memory_gb": "GB", "deadline": "seconds"}
@@ -196,8 +200,9 @@ def run_and_measure(job, out, device) -> tuple:
         release_gpu_cache(dev)
 
 
-def run_queue(jobs, out_dir: str, device: str, opts: QueueOptions, say=print,
-              work=run_and_measure) -> list:  # fmt: skip
+def run_queue(
+    jobs, out_dir: str, device: str, opts: QueueOptions, say=print, work=run_and_measure
+) -> list:
     """Run ``jobs`` on the GPU ``device``; return the names of those that failed or never ran.
 
     Every job is run, whatever its file holds: the caller decides what is pending. ``work``
@@ -309,7 +314,16 @@ def _finished(flight, opts, t0):
             model, n = _cfg(job).model, _cfg(job).n_clients
             per_client = max((peak - _base_and_per_client(model)[0]) / n, 0.01)
             opts.learned[model] = max(opts.learned.get(model, 0.0), per_client)
-        row = dict(name=name, n=_cfg(job).n_clients, start=start, end=time.time() - t0,
-                   in_flight=beside, expected_gb=need, peak_gb=peak, ok=ok,
-                   mean=mean, seconds=secs)  # fmt: skip
+        row = dict(
+            name=name,
+            n=_cfg(job).n_clients,
+            start=start,
+            end=time.time() - t0,
+            in_flight=beside,
+            expected_gb=need,
+            peak_gb=peak,
+            ok=ok,
+            mean=mean,
+            seconds=secs,
+        )
         yield job, done.reason, row

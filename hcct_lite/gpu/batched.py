@@ -30,11 +30,10 @@ import torch
 from torch.func import functional_call
 from torch.nn import functional as F
 
-from .config import GPU_PRECISIONS
-from .local import LocalResult, has_batchnorm, seed_global_stream, update_of
-from .models import call_tensor, client_inputs, stacked_layouts, stacked_network
+from ..training.local import LocalResult, has_batchnorm, seed_global_stream, update_of
+from .stacked import GPU_PRECISIONS, call_tensor, client_inputs, stacked_layouts, stacked_network
 
-__all__ = ["BatchedSGDTrainer", "step_plan"]
+__all__ = ["BatchedSGDTrainer", "step_plan", "trainer"]
 
 
 def step_plan(sizes, batch_size: int, local_epochs: int, gens, skip_single: bool) -> dict:
@@ -82,8 +81,9 @@ def step_plan(sizes, batch_size: int, local_epochs: int, gens, skip_single: bool
             last[t, c] = in_last
             width[t] = max(int(width[t]), b.numel())
     active = torch.tensor([sum(s > t for s in steps) for t in range(t_max)], dtype=torch.int64)
-    return dict(idx=idx, weight=weight, last=last, active=active, width=width,
-                steps=torch.tensor(steps))  # fmt: skip
+    return dict(
+        idx=idx, weight=weight, last=last, active=active, width=width, steps=torch.tensor(steps)
+    )
 
 
 class BatchedSGDTrainer:
@@ -99,8 +99,16 @@ class BatchedSGDTrainer:
         arithmetic of the CPU.
     """
 
-    def __init__(self, model, local_epochs, batch_size, include_buffers=False, seed=0,
-                 device="cpu", gpu_precision="default"):  # fmt: skip
+    def __init__(
+        self,
+        model,
+        local_epochs,
+        batch_size,
+        include_buffers=False,
+        seed=0,
+        device="cpu",
+        gpu_precision="default",
+    ):
         self.device = torch.device(device)
         if gpu_precision not in GPU_PRECISIONS:
             raise ValueError(
@@ -194,6 +202,10 @@ class BatchedSGDTrainer:
             stats[0, :k] += ((loss * w).sum(0).double()) * last
             stats[1, :k] += ((logits.argmax(-1) == yb) * w).sum(0).double() * last
 
+    def evaluate_clients(self, states: dict, clients) -> dict:
+        """Test error in % of ``states[i]`` on ``clients[i]``'s test split, every client at once."""
+        return self.evaluate(states, {i: (clients[i].x_test, clients[i].y_test) for i in states})
+
     @torch.no_grad()
     def evaluate(self, states: dict, tests: dict, chunk: int = 512) -> dict:
         """Test error in % of ``states[i]`` on ``tests[i] = (x, y)``, index -> float.
@@ -205,8 +217,10 @@ class BatchedSGDTrainer:
         ids = sorted(states)
         if not ids:
             return {}
-        tensors = {n: call_tensor(torch.stack([states[i][n].to(self.device) for i in ids]),
-                                  self.rows[n]) for n in self.floats}  # fmt: skip
+        tensors = {
+            n: call_tensor(torch.stack([states[i][n].to(self.device) for i in ids]), self.rows[n])
+            for n in self.floats
+        }
         counts = [int(tests[i][1].shape[0]) for i in ids]
         rows = max(counts)
         x = torch.cat([tests[i][0] for i in ids]).to(self.device)
@@ -244,3 +258,9 @@ def _tf32_products():
         yield
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before
+
+
+def trainer(cfg, model, device) -> BatchedSGDTrainer:
+    """The batched trainer of ``cfg``'s clients (``batched_clients``, ``gpu_precision``)."""
+    args = (model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed)
+    return BatchedSGDTrainer(*args, device, cfg.gpu_precision)

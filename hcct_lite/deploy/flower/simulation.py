@@ -14,8 +14,8 @@ import logging
 import os
 import tempfile
 
-from ..runs.ray_cluster import RAY_STARTUP_WAIT, check_reachable, ray_environment
-from ..runs.results import write_json
+from ...ray.grid import RAY_STARTUP_WAIT, check_reachable, ray_environment
+from ...runs.results import write_json
 
 __all__ = ["run_flower_simulation", "RAY_STARTUP_WAIT", "ENGINES"]
 
@@ -69,8 +69,9 @@ def _run_ray(cfg, backend_name, verbose, startup_wait, address=None) -> dict:
     if address not in (None, "auto"):
         check_reachable(address)
     with tempfile.TemporaryDirectory(prefix="hcct-flower-") as folder:
-        return _simulate_with_retry(cfg, os.path.join(folder, "result.json"), backend_name,
-                                    verbose, address)  # fmt: skip
+        return _simulate_with_retry(
+            cfg, os.path.join(folder, "result.json"), backend_name, verbose, address
+        )
 
 
 def _simulate_with_retry(cfg, out: str, backend_name: str, verbose: bool, address) -> dict:
@@ -95,13 +96,14 @@ def _simulate_with_retry(cfg, out: str, backend_name: str, verbose: bool, addres
 
 
 def _run_inline(cfg) -> dict:
-    from ..deploy.inline import InlineGrid
+    from ..inline import InlineGrid
     from .client import make_client_app
     from .server import run_on_grid
 
     # node ids as a SuperLink draws them are arbitrary; client i is node 1000 + i here
-    nodes = {1000 + i: {"partition-id": i, "num-partitions": cfg.n_clients}
-             for i in range(cfg.n_clients)}  # fmt: skip
+    nodes = {
+        1000 + i: {"partition-id": i, "num-partitions": cfg.n_clients} for i in range(cfg.n_clients)
+    }
     return run_on_grid(InlineGrid(make_client_app(cfg), nodes), {}, cfg)
 
 

@@ -18,11 +18,11 @@ from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.serverapp import Grid, ServerApp
 from typing_extensions import override
 
-from ..runs.results import write_json
-from ..schemes.registry import SCHEME_CLASSES
-from ..training.engine import run_experiment
-from ..training.models import build_model
-from ..training.replies import Rejected
+from ...runs.results import write_json
+from ...schemes.registry import SCHEME_CLASSES
+from ...training.engine import run_experiment
+from ...training.models import build_model
+from ...training.replies import Rejected
 from .common import config_from_run_config, silo_config_text, to_record
 from .reading import enrolment, metric, training_result
 
@@ -132,9 +132,12 @@ class FlowerBackend:
             if node not in online:
                 continue
             content["config"] = ConfigRecord(
-                {**dict(content.get("config", {})), "config-json": self.config_text,
-                 "keep-head": self.keep_head}
-            )  # fmt: skip
+                {
+                    **dict(content.get("config", {})),
+                    "config-json": self.config_text,
+                    "keep-head": self.keep_head,
+                }
+            )
             messages.append(
                 Message(content, dst_node_id=node, message_type=message_type, group_id=group)
             )
@@ -267,9 +270,10 @@ def assign_silos(replies: dict, n_clients: int, silo_nodes=None, connected=None)
             continue
         node = silo_nodes[i] if silo_nodes is not None else None
         unenrolled[i] = (
-            f"node {node} refused: {refused[node]}" if node in refused
+            f"node {node} refused: {refused[node]}"
+            if node in refused
             else f"no node enrolled as client {i} ({seen})"
-        )  # fmt: skip
+        )
     for i, why in sorted(unenrolled.items()):
         log.warning("client %d is missing from this run: %s", i, why)
     return node_of, sizes, unenrolled

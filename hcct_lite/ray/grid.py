@@ -21,11 +21,19 @@ import re
 import socket
 from dataclasses import dataclass
 
+from ..runs.jobs import Job, Outcome, compute_job, one_torch_thread, store_job
 from ..training.provenance import CPU_KERNELS
-from .jobs import Job, Outcome, compute_job, one_torch_thread, store_job
 
-__all__ = ["RayOptions", "ray_runs", "connect", "check_reachable", "ray_environment",
-           "RAY_STARTUP_WAIT", "plain_ray_logs", "where"]  # fmt: skip
+__all__ = [
+    "RayOptions",
+    "ray_runs",
+    "connect",
+    "check_reachable",
+    "ray_environment",
+    "RAY_STARTUP_WAIT",
+    "plain_ray_logs",
+    "where",
+]
 
 # Seconds Ray waits for a node to start (Ray's own default, 10-30 s, is short on a loaded
 # two-core machine); HCCT_RAY_STARTUP_WAIT overrides it.
@@ -44,7 +52,7 @@ class RayOptions:
         ``"host:port"`` joins that cluster's head.
     gpus_per_run : float or None
         A CUDA run's share of one GPU (0 < share <= 1); None: the share its expected
-        memory fills of an 80 GB card (:func:`~hcct_lite.runs.gpu_queue.gpu_share`, the
+        memory fills of an 80 GB card (:func:`~hcct_lite.gpu.queue.gpu_share`, the
         memory model the single-machine queue admits runs by). Ray's shares only
         schedule: they do not limit a run's memory.
         CPU runs ask for no GPU.
@@ -68,13 +76,17 @@ class RayOptions:
         if self.retries < 0:
             raise ValueError(f"retries must be >= 0; got {self.retries}")
 
+    def run(self, jobs, out_dir: str, device, cpu_capability=None):
+        """:func:`ray_runs` with these options (how the grid runner calls the part)."""
+        return ray_runs(jobs, out_dir, device, self, cpu_capability)
+
     def gpus(self, job: Job, device) -> float:
         """The GPU share ``job`` asks for: none unless it runs on CUDA."""
         if not str(device or job.overrides.get("device", "cpu")).startswith("cuda"):
             return 0.0
         if self.gpus_per_run is not None:
             return self.gpus_per_run
-        from .gpu_queue import gpu_share
+        from ..gpu.queue import gpu_share
 
         return gpu_share(job)
 
@@ -89,8 +101,9 @@ def _check_wait(value, name: str) -> int:
     except (TypeError, ValueError):
         seconds = math.nan
     if not 0 < seconds <= MAX_STARTUP_WAIT:  # NaN and inf fail too
-        raise ValueError(f"{name} must be a number of seconds in (0, {MAX_STARTUP_WAIT}]; "
-                         f"got {value!r}")  # fmt: skip
+        raise ValueError(
+            f"{name} must be a number of seconds in (0, {MAX_STARTUP_WAIT}]; got {value!r}"
+        )
     return math.ceil(seconds)
 
 
@@ -154,8 +167,12 @@ def connect(options: RayOptions):
         check_reachable(options.address)
     where = "a new local cluster" if options.address is None else repr(options.address)
     # "local": a new Ray of this machine even where one already runs (ray.init() would join it)
-    kw = dict(address=options.address or "local", include_dashboard=False,
-              log_to_driver=False, configure_logging=False)  # fmt: skip
+    kw = dict(
+        address=options.address or "local",
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+    )
     try:
         ray.init(**kw)
     except Exception as err:  # noqa: BLE001 - Ray fails to connect in many ways
@@ -190,13 +207,16 @@ def _node() -> dict:
     """Where this task runs: host name, IP address and Ray node id."""
     import ray
 
-    return {"host": socket.gethostname(), "ip": ray.util.get_node_ip_address(),
-            "ray_node_id": ray.get_runtime_context().get_node_id()}  # fmt: skip
+    return {
+        "host": socket.gethostname(),
+        "ip": ray.util.get_node_ip_address(),
+        "ray_node_id": ray.get_runtime_context().get_node_id(),
+    }
 
 
 def _remote_run(job: Job, device) -> tuple:
     """One run inside a Ray worker: ``(result or None, reason or None, node)``."""
-    from .gpu_queue import release_gpu_cache
+    from ..gpu.queue import release_gpu_cache
 
     one_torch_thread()
     node = _node()
@@ -249,9 +269,13 @@ def _results(ray, jobs, out_dir, device, options, cpu_capability):
             env.update(CPU_KERNELS[cpu_capability])
         refs = {}
         for job in jobs:
-            task = remote.options(num_cpus=1, num_gpus=options.gpus(job, device),
-                                  max_retries=options.retries, retry_exceptions=False,
-                                  runtime_env={"env_vars": env})  # fmt: skip
+            task = remote.options(
+                num_cpus=1,
+                num_gpus=options.gpus(job, device),
+                max_retries=options.retries,
+                retry_exceptions=False,
+                runtime_env={"env_vars": env},
+            )
             refs[task.remote(job, device)] = job
         pending = list(refs)
         while pending:

@@ -6,7 +6,7 @@ within any norm bound. The robust aggregators work on each member's *delta*, its
 model minus the model it started from, in two stages:
 
 1. **Clip.** Each delta is scaled down to at most its
-   :func:`~hcct_lite.schemes.norms.norm_bound` limit, with
+   :func:`~hcct_lite.deploy.defences.norms.norm_bound` limit, with
    ``clip_factor`` as the factor and the member's own local SGD steps
    (``local_epochs * ceil(D_i / batch_size)``).
 2. **Combine** the clipped deltas, per ``kind``:
@@ -35,7 +35,7 @@ be turning), and a model that did not move, or moved from differing starts, has 
 
 **Fewer than three members** (two silos, or a larger federation with the rest silent): no
 rule can tell which of two is honest. The clip's references are then the *smaller* norms
-(:func:`~hcct_lite.schemes.norms.norm_bound`), the combination is the clipped D-weighted
+(:func:`~hcct_lite.deploy.defences.norms.norm_bound`), the combination is the clipped D-weighted
 mean, and the result records each such group (:meth:`Aggregator.record`). Two that point
 apart are settled by the model's history, or, where it has none, by the round's median.
 """
@@ -47,18 +47,28 @@ import math
 import numpy as np
 import torch
 
-from .base import weighted_average
+from ...schemes.base import weighted_average
 from .combine import COMBINE, capped_weights
 from .norms import l2_norm, local_steps, norm_bound, norm_reference, per_step_norms
 
 __all__ = [
-    "AGGREGATORS", "Aggregator", "check_aggregation", "vouched_counts", "capped_weights",
+    "AGGREGATORS",
+    "Aggregator",
+    "check_aggregation",
+    "vouched_counts",
+    "capped_weights",
     "round_reference",
-]  # fmt: skip
+]
 
 AGGREGATORS = (
-    "mean", "clipped-mean", "trimmed-mean", "median", "centered-clip", "multi-krum", "krum-mean",
-)  # fmt: skip
+    "mean",
+    "clipped-mean",
+    "trimmed-mean",
+    "median",
+    "centered-clip",
+    "multi-krum",
+    "krum-mean",
+)
 # The parameters an Aggregator is built with, fixed for its life
 _PARAMETERS = ("kind", "clip_factor", "trim_fraction", "batch_size", "local_epochs")
 
@@ -110,8 +120,9 @@ def round_reference(updates: list):
     """
     if len(updates) < 3:
         return None
-    return {k: -torch.stack([u[k].float() for u in updates]).median(dim=0).values
-            for k in updates[0]}  # fmt: skip
+    return {
+        k: -torch.stack([u[k].float() for u in updates]).median(dim=0).values for k in updates[0]
+    }
 
 
 def _cosine(a: dict, b: dict) -> float:
@@ -146,12 +157,14 @@ class Aggregator:
         pointing against the model's last movement
     """
 
-    def __init__(self, kind="mean", clip_factor=4.0, trim_fraction=0.25, batch_size=64,
-                 local_epochs=1):  # fmt: skip
+    def __init__(
+        self, kind="mean", clip_factor=4.0, trim_fraction=0.25, batch_size=64, local_epochs=1
+    ):
         check_aggregation(kind, clip_factor, trim_fraction)
         for name, steps in (("batch_size", batch_size), ("local_epochs", local_epochs)):
-            if not (isinstance(steps, (int, np.integer)) and not isinstance(steps, bool)
-                    and steps >= 1):  # fmt: skip
+            if not (
+                isinstance(steps, (int, np.integer)) and not isinstance(steps, bool) and steps >= 1
+            ):
                 raise ValueError(f"{name} must be an int >= 1; got {steps!r}")
         self.kind, self.clip_factor, self.trim_fraction = kind, clip_factor, trim_fraction
         self.batch_size, self.local_epochs = batch_size, local_epochs
@@ -163,8 +176,9 @@ class Aggregator:
             raise AttributeError(f"Aggregator.{name} is fixed when built: make another Aggregator")
         super().__setattr__(name, value)
 
-    def combine_named(self, states, starts, weights, sizes, members, *, epoch, reference=None,
-                      model=None) -> dict:  # fmt: skip
+    def combine_named(
+        self, states, starts, weights, sizes, members, *, epoch, reference=None, model=None
+    ) -> dict:
         """:meth:`combine`, with the history of the model named ``model`` (hashable, or None).
 
         Under a robust rule the aggregator remembers how each named model moved: the
@@ -177,16 +191,34 @@ class Aggregator:
             del moved[name]  # older than last epoch: no longer how the model moved
         last = moved.get(model) if robust and model is not None else None
         out = self.combine(
-            states, starts, weights, sizes, list(members), epoch=epoch, reference=reference,
+            states,
+            starts,
+            weights,
+            sizes,
+            list(members),
+            epoch=epoch,
+            reference=reference,
             history=last[1] if last is not None and last[0] == epoch - 1 else None,
-        )  # fmt: skip
+        )
         if robust and model is not None and all(s is starts[0] for s in starts):
-            moved[model] = (epoch, {k: out[k] - v for k, v in starts[0].items()
-                                    if v.is_floating_point()})  # fmt: skip
+            moved[model] = (
+                epoch,
+                {k: out[k] - v for k, v in starts[0].items() if v.is_floating_point()},
+            )
         return out
 
-    def combine(self, states: list, starts: list, weights, sizes, members=(), *, epoch: int,
-                reference=None, history=None) -> dict:  # fmt: skip
+    def combine(
+        self,
+        states: list,
+        starts: list,
+        weights,
+        sizes,
+        members=(),
+        *,
+        epoch: int,
+        reference=None,
+        history=None,
+    ) -> dict:
         """The group's model from its members' trained ``states``.
 
         Parameters
@@ -226,8 +258,9 @@ class Aggregator:
         few = len(deltas) < 3  # no majority to go by (two: the history leaves at least two)
         if few:
             self.few_replies.setdefault(epoch, []).append(ids)
-            w = self._settle_dispute(deltas, w, ids, epoch, reference if history is None
-                                     else history)  # fmt: skip
+            w = self._settle_dispute(
+                deltas, w, ids, epoch, reference if history is None else history
+            )
         combined = COMBINE["clipped-mean" if few else self.kind](deltas, w, self)
         same = all(st is starts[0] for st in starts)
         base = starts[0] if same else weighted_average(starts, weights)

@@ -1,9 +1,10 @@
 """The one norm bound: how long a round's updates may be before a defence acts.
 
-:func:`norm_bound` is the rule both defences share: the reply screen
-(:class:`~hcct_lite.training.replies.ReplyScreen`) refuses an update longer than its limit,
-and the robust aggregators (:class:`~hcct_lite.schemes.robust.Aggregator`) clip each delta
-to it; :func:`local_steps` and the norms it reads are defined here with it.
+:func:`norm_bound` is the rule both defences share: the norm rule
+(:class:`~hcct_lite.deploy.defences.layer.NormRule`, in the reply screen) refuses an
+update longer than its limit, and the robust aggregators
+(:class:`~hcct_lite.deploy.defences.robust.Aggregator`) clip each delta to it;
+:func:`local_steps` and the norms it reads are defined here with it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["local_steps", "l2_norm", "norm_reference", "NormBound", "norm_bound", "per_step_norms"]
+__all__ = [
+    "local_steps",
+    "l2_norm",
+    "norm_reference",
+    "NormBound",
+    "norm_bound",
+    "per_step_norms",
+    "update_norm",
+]
 
 
 def local_steps(sizes, batch_size: int, local_epochs: int) -> np.ndarray:
@@ -63,7 +72,7 @@ def norm_bound(norms, steps, factor: float) -> NormBound:
 
     The one rule both defences use: :class:`~hcct_lite.training.replies.ReplyScreen`
     refuses a reply to be averaged whose update is longer than its limit (``factor`` is the
-    run's ``norm_limit``), and :class:`~hcct_lite.schemes.robust.Aggregator` clips each
+    run's ``norm_limit``), and :class:`~hcct_lite.deploy.defences.robust.Aggregator` clips each
     delta to its limit (``clip_factor``). One silo's long update moves an average wherever
     it likes; the round's updates themselves say how long an honest one is.
 
@@ -99,3 +108,11 @@ def per_step_norms(deltas: list, steps) -> np.ndarray:
     """(n,) each delta's Euclidean norm over its floating entries, divided by its steps."""
     norms = [l2_norm(v for v in d.values() if v.is_floating_point()) for d in deltas]
     return np.asarray(norms) / np.asarray(steps, dtype=np.float64)
+
+
+def update_norm(update) -> float:
+    """The Euclidean norm of an update (name -> tensor), in float64 (1e37 entries square)."""
+    import torch
+
+    flat = getattr(update, "flat", None)
+    return l2_norm([flat] if isinstance(flat, torch.Tensor) else update.values())

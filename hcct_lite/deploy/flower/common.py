@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 from flwr.app import ArrayRecord
 
-from ..training.config import RunConfig, make_config
+from ...training.config import RunConfig, make_config
 
 __all__ = [
     "SILO_FIELDS",
@@ -40,9 +40,19 @@ _DEFAULT_IF_NOT_POSITIVE = {
 # keeps its head) and the run's length (a silo trains no epoch beyond it). The server's
 # own settings (alpha, its data location, ...) stay with the server.
 SILO_FIELDS = (
-    "task", "scheme", "seed", "model", "dataset", "domains", "n_clients", "samples",
-    "train_ratio", "batch_size", "local_epochs", "epochs",
-)  # fmt: skip
+    "task",
+    "scheme",
+    "seed",
+    "model",
+    "dataset",
+    "domains",
+    "n_clients",
+    "samples",
+    "train_ratio",
+    "batch_size",
+    "local_epochs",
+    "epochs",
+)
 
 
 def silo_config_text(cfg: RunConfig) -> str:
@@ -104,7 +114,7 @@ def deployment_defence() -> dict:
     Returns
     -------
     dict
-        :data:`DEFENCE_SETTINGS` -> their values in ``hcct_lite/flower/app/pyproject.toml``
+        :data:`DEFENCE_SETTINGS` -> their values in ``hcct_lite/deploy/flower/app/pyproject.toml``
         (as :func:`config_from_run_config` reads them), for ``make_config``.
     """
     app = Path(__file__).parent / "app" / "pyproject.toml"

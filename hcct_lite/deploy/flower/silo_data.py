@@ -20,9 +20,9 @@ import tempfile
 import numpy as np
 import torch
 
-from ..training.data import find_npz
-from ..training.splits import ClientData
-from ..training.tasks import build_clients
+from ...training.data import find_npz
+from ...training.splits import ClientData
+from ...training.tasks import build_clients
 
 __all__ = ["silo_data", "share_path"]
 
@@ -93,8 +93,13 @@ def _build_share(cfg, i: int, path: str) -> ClientData:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
     os.close(fd)
-    fields = {"x_train": data.x_train, "y_train": data.y_train, "x_test": data.x_test,
-              "y_test": data.y_test, "domain": data.domain}  # fmt: skip
+    fields = {
+        "x_train": data.x_train,
+        "y_train": data.y_train,
+        "x_test": data.x_test,
+        "y_test": data.y_test,
+        "domain": data.domain,
+    }
     torch.save(fields, tmp)
     os.replace(tmp, path)  # a share is whole or absent, whatever process reads it
     return data

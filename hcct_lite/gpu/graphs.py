@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import torch
 from typing_extensions import override
 
-from .local import SGDTrainer
+from ..training.local import SGDTrainer
 
-__all__ = ["GraphedSGDTrainer"]
+__all__ = ["GraphedSGDTrainer", "trainer"]
 
 # eager steps before recording: cuDNN and cuBLAS pick their algorithms and workspaces
 _WARMUP_STEPS = 3
@@ -48,8 +48,9 @@ class GraphedSGDTrainer(SGDTrainer):
         If ``device`` is not a CUDA device (CUDA graphs exist only there).
     """
 
-    def __init__(self, model, local_epochs, batch_size, include_buffers=False, seed=0,
-                 device="cuda"):  # fmt: skip
+    def __init__(
+        self, model, local_epochs, batch_size, include_buffers=False, seed=0, device="cuda"
+    ):
         if torch.device(device).type != "cuda":
             raise ValueError(
                 f"cuda_graphs needs a CUDA device; got device {str(device)!r} "
@@ -113,3 +114,9 @@ class GraphedSGDTrainer(SGDTrainer):
         for p in self.params:
             p.grad = None
         return _StepGraph(graph, xb, yb, grads)
+
+
+def trainer(cfg, model, device) -> GraphedSGDTrainer:
+    """The trainer of ``cfg``'s clients whose steps replay CUDA graphs (``cuda_graphs``)."""
+    args = (model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed)
+    return GraphedSGDTrainer(*args, device)

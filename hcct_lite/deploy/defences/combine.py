@@ -2,9 +2,9 @@
 
 Each rule takes the members' clipped ``deltas`` (mappings name -> tensor), their weights
 ``w`` (summing 1, capped by :func:`capped_weights`) and the
-:class:`~hcct_lite.schemes.robust.Aggregator` (its parameters), and returns the combined
+:class:`~hcct_lite.deploy.defences.robust.Aggregator` (its parameters), and returns the combined
 delta. :data:`COMBINE` maps each robust ``aggregator`` name to its rule; the rules
-themselves are described in :mod:`hcct_lite.schemes.robust`.
+themselves are described in :mod:`hcct_lite.deploy.defences.robust`.
 """
 
 from __future__ import annotations

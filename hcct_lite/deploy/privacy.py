@@ -72,9 +72,12 @@ def dp_settings(node_config) -> DPSettings | None:
     sigma = _number(node_config, "dp-noise-multiplier", 0.0)
     if sigma == 0:
         return None
-    s = DPSettings(sigma, _number(node_config, "dp-max-grad-norm", 1.0),
-                   _number(node_config, "dp-delta", 1e-5),
-                   _number(node_config, "dp-max-epsilon", 0.0))  # fmt: skip
+    s = DPSettings(
+        sigma,
+        _number(node_config, "dp-max-grad-norm", 1.0),
+        _number(node_config, "dp-delta", 1e-5),
+        _number(node_config, "dp-max-epsilon", 0.0),
+    )
     checks = {
         "dp-noise-multiplier": s.noise_multiplier > 0,
         "dp-max-grad-norm": s.max_grad_norm > 0,
@@ -102,9 +105,17 @@ def epsilon(history, delta: float) -> float:
     return float(accountant.get_epsilon(delta, alphas=RDP_ORDERS)) if history else 0.0
 
 
-def private_train(model: nn.Module, start: dict, data, lr: float, seed: int,
-                  local_epochs: int, batch_size: int, settings: DPSettings,
-                  history=()) -> tuple:  # fmt: skip
+def private_train(
+    model: nn.Module,
+    start: dict,
+    data,
+    lr: float,
+    seed: int,
+    local_epochs: int,
+    batch_size: int,
+    settings: DPSettings,
+    history=(),
+) -> tuple:
     """DP-SGD of ``model`` from ``start`` on ``data``'s training split.
 
     ``seed`` seeds the Poisson sampling and the noise; ``history`` is what the silo spent

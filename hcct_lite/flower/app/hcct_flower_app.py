@@ -1,6 +1,0 @@
-"""Flower App components: hcct-lite's ServerApp and ClientApp."""
-
-from hcct_lite.flower.client import app as client_app
-from hcct_lite.flower.server import app as server_app
-
-__all__ = ["client_app", "server_app"]

@@ -1,0 +1,25 @@
+"""GPU speed, an optional part: many clients at once, CUDA graphs, one queue per card.
+
+- :mod:`.batched`: every client of an epoch trained at once on stacked networks
+  (:mod:`.stacked`), setting ``batched_clients``; ``gpu_precision`` picks its arithmetic.
+- :mod:`.graphs`: each local step replayed as a CUDA graph, setting ``cuda_graphs``.
+- :mod:`.queue`: ``reproduce --device cuda``, every grid's runs in one queue on one card.
+- :mod:`.conclusions`: whether a faster path's set of results keeps the shipped conclusions.
+
+The core finds this part through its entry point (:mod:`hcct_lite.parts`). Install it
+with the extra ``gpu``; a CUDA build of torch is all it needs.
+"""
+
+from __future__ import annotations
+
+__all__ = ["register"]
+
+
+def register() -> None:
+    """Tell the core what this part adds (its entry point calls this)."""
+    from ..parts import register as add
+
+    add("trainer", "batched", "hcct_lite.gpu.batched:trainer", "gpu")
+    add("trainer", "graphs", "hcct_lite.gpu.graphs:trainer", "gpu")
+    add("check", "gpu", "hcct_lite.gpu.stacked:check_config", "gpu")
+    add("runner", "gpu-queue", "hcct_lite.gpu.queue:QueueOptions", "gpu")

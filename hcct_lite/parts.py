@@ -1,0 +1,102 @@
+"""The package's optional parts, found through package entry points.
+
+The core (the paper's algorithm, its runs, the lessons and the command line) imports no
+optional part. It names a few places where a part may add something: a trainer, a way
+of running a grid, the deployment's defence, a subcommand, options, a check of settings. A
+part registers what it adds there by name, as ``"module:attribute"``, and the core
+imports that module only when it uses it. The installed parts are found once, through
+the entry points of the group :data:`GROUP`; another package can add one the same way.
+
+Examples
+--------
+A part's entry point names a function that registers what it adds::
+
+    [project.entry-points."hcct_lite.parts"]
+    gpu = "hcct_lite.gpu:register"
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+
+__all__ = ["GROUP", "KINDS", "register", "find", "each", "load_parts", "part_missing"]
+
+GROUP = "hcct_lite.parts"
+# what a part may add, and what the core does with it
+KINDS = {
+    "trainer": "local SGD of a run's clients (cfg, model, device) -> a trainer",
+    "runner": "a way of running a grid's jobs",
+    "defence": "the deployment's defence layer around a run (cfg) -> a layer",
+    "command": "subcommands: add(sub) adds them, each with set_defaults(part_command=run)",
+    "check": "a check of a RunConfig's settings (cfg) -> None, raising ValueError",
+    "options": "options of a run's command line: add(parser) adds a group of them",
+}
+# each part of this package, and the install extra that brings what it needs
+EXTRAS = {"deploy": "flower", "gpu": "gpu", "ray": "ray"}
+_REGISTRY: dict = {kind: {} for kind in KINDS}
+_LOADED: list = []
+
+
+def register(kind: str, name: str, target: str, part: str) -> None:
+    """Say that ``part`` adds ``target`` (``"module:attribute"``) as the ``kind`` ``name``.
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is not one of :data:`KINDS`, ``target`` is not ``"module:attribute"``,
+        or another part registered the same ``kind`` and ``name``.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; choose from {sorted(KINDS)}")
+    if not isinstance(target, str) or target.count(":") != 1:
+        raise ValueError(f"target must be 'module:attribute'; got {target!r}")
+    have = _REGISTRY[kind].get(name)
+    if have is not None and have[1] != part:
+        raise ValueError(f"the {kind} {name!r} is registered already, by the part {have[1]!r}")
+    _REGISTRY[kind][name] = (target, part)
+
+
+def _resolve(target: str):
+    module, attr = target.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def find(kind: str, name: str):
+    """What a part registered as the ``kind`` ``name`` (imported now), or None."""
+    load_parts()
+    entry = _REGISTRY[kind].get(name)
+    return None if entry is None else _resolve(entry[0])
+
+
+def each(kind: str) -> dict:
+    """Every ``kind`` the installed parts registered, name -> object (imported now)."""
+    load_parts()
+    return {name: _resolve(target) for name, (target, _part) in sorted(_REGISTRY[kind].items())}
+
+
+def load_parts() -> tuple:
+    """Let every installed part register what it adds, once; return the parts' names.
+
+    Raises
+    ------
+    ImportError
+        If a part fails to load; the message names the part.
+    """
+    if not _LOADED:
+        _LOADED.append([])  # a part that asks for the parts while it loads sees them loading
+        for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+            try:
+                ep.load()()
+            except ImportError as err:
+                raise ImportError(f"the hcct-lite part {ep.name!r} ({ep.value}): {err}") from err
+            _LOADED[0].append(ep.name)
+    return tuple(_LOADED[0])
+
+
+def part_missing(what: str, part: str) -> ValueError:
+    """The error for ``what``, which needs the part ``part`` that registered nothing."""
+    return ValueError(
+        f"{what} needs the {part} part of hcct-lite, and none is registered: install it "
+        f"with pip install -e '.[{EXTRAS.get(part, part)}]' (or 'hcct-lite[...]')"
+    )

@@ -1,0 +1,18 @@
+"""Grids on Ray, an optional part: a grid's runs as Ray tasks, on one machine or many.
+
+:mod:`.grid` has :class:`~hcct_lite.ray.grid.RayOptions` (``compare --ray``,
+``reproduce --ray``) and the Ray start-up settings the Flower simulation shares. The core
+finds this part through its entry point (:mod:`hcct_lite.parts`). Install it with the extra
+``ray``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["register"]
+
+
+def register() -> None:
+    """Tell the core what this part adds (its entry point calls this)."""
+    from ..parts import register as add
+
+    add("runner", "ray", "hcct_lite.ray.grid:RayOptions", "ray")
