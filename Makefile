@@ -52,6 +52,15 @@ test: venv
 	HCCT_MODE=shipped MPLBACKEND=Agg $(BIN)/python -m pytest $(XDIST) \
 	  build/solved/0[4-5]_*.ipynb notebooks $(NBVAL)
 
+# The fast lane a contributor runs often (about 3 minutes on 2 cores): lint, then tests/
+# without the tests marked slow (conftest.py: Flower deployments, Ray, GPU, the browser,
+# the notebook builds, reruns in fresh processes, long training), and no notebook.
+# `make test` runs everything.
+test-fast: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	HCCT_MODE=quick MPLBACKEND=Agg $(BIN)/python -m pytest -rs $(XDIST) -m "not slow" tests
+
 # The Flower tests against Flower's next release (its nightly build, flwr-nightly) in an
 # environment of their own, .venv-flower-next: the package pins Flower to the range its
 # tests pass on (hcct_lite/deploy/flower_internals.py), and this says before a release what
@@ -59,7 +68,8 @@ test: venv
 # FLOWER_NEXT_PIP="--extra-index-url https://download.pytorch.org/whl/cpu" for a CPU torch).
 FLOWER_NEXT := .venv-flower-next
 FLOWER_NEXT_PIP ?=
-FLOWER_TESTS ?= tests/test_flower_*.py tests/test_silo_*.py tests/test_local_files.py
+FLOWER_TESTS ?= tests/deploy/test_flower_*.py tests/deploy/test_silo_*.py \
+  tests/deploy/test_local_files.py
 flower-next:
 	test -x $(FLOWER_NEXT)/bin/python || $(PYTHON) -m venv $(FLOWER_NEXT)
 	$(FLOWER_NEXT)/bin/python -m pip install --quiet --upgrade pip
@@ -123,7 +133,7 @@ grade: venv
 
 # Refresh the outputs nbval checks, then strip every other output (small diffs) with
 # nbstripout: a cell keeps its outputs when its metadata says keep_output (the cells marked
-# NBVAL_CHECK_OUTPUT, tests/test_stripped_notebooks.py checks both ways), cell ids stay,
+# NBVAL_CHECK_OUTPUT, tests/notebooks/test_stripped_notebooks.py checks both ways), cell ids stay,
 # execution counts stay (nbval fails a cell whose outputs have no count: "unrun reference
 # cell"; nbstripout cannot keep them on the kept cells alone), and editor state goes. The
 # pre-commit hook runs the same options.

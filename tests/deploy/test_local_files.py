@@ -1,0 +1,272 @@
+"""Local files other users cannot steer: the journal's folder, its records, results.
+
+Another local user is played by a child process that drops to ``nobody`` to plant links
+and files (the tests need root for that; without it they are skipped, saying so). The
+host's ``fs.protected_symlinks`` is left as it is: the rules must hold where it is 0.
+"""
+
+import json
+import os
+import pwd
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from hcct_lite.cli import main
+from hcct_lite.deploy.task_journal import TaskJournal, default_folder
+from hcct_lite.runs.files import folder_problem, private_folder, write_at, write_text
+from hcct_lite.runs.results import write_json
+
+ROOT = os.geteuid() == 0
+as_root = pytest.mark.skipif(not ROOT, reason="playing another user needs root (setuid)")
+
+
+def _protected_symlinks() -> str:
+    try:
+        return Path("/proc/sys/fs/protected_symlinks").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def as_nobody(action) -> None:
+    """Run ``action()`` in a child process as the user ``nobody``; fail if it fails."""
+    user = pwd.getpwnam("nobody")
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+            action()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the planting child failed"
+
+
+@pytest.fixture
+def shared():
+    """A folder every user can write in, with the sticky bit (as the temporary folder).
+
+    In the temporary folder itself: pytest's own folders are closed to other users.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="hcct-shared-"))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def precious(tmp_path):
+    """A root-owned file and folder another user would like written to."""
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o755)
+    victim.chmod(0o755)
+    (victim / "passwd").write_text("root:x:0:0\n")
+    return victim
+
+
+@as_root
+def test_a_state_dir_planted_as_a_link_by_another_user_is_refused(shared, precious):
+    link = shared / "hcct-silo-exec"
+    as_nobody(lambda: os.symlink(precious, link))
+    with pytest.raises(ValueError, match=r"is a symbolic link \(to .*victim\), not a folder"):
+        TaskJournal(link)
+    assert stat.S_IMODE(precious.stat().st_mode) == 0o755  # never chmodded
+    assert sorted(p.name for p in precious.iterdir()) == ["passwd"]
+    print("fs.protected_symlinks =", _protected_symlinks())
+
+
+@as_root
+def test_a_folder_others_can_write_is_refused_and_its_planted_lock_untouched(shared, precious):
+    state = shared / "state"
+    state.mkdir()
+    state.chmod(0o1777)  # world-writable, as a careless --state-dir
+    as_nobody(lambda: os.symlink(precious / "passwd", state / "lock"))
+    assert main(["silo-exec", "--insecure", "--state-dir", str(state)]) == 2
+    assert (precious / "passwd").read_text() == "root:x:0:0\n"
+    assert stat.S_IMODE(state.stat().st_mode) == 0o1777  # not the executor's to change
+
+
+@as_root
+def test_a_folder_of_another_user_or_readable_by_others_is_refused(shared, capsys):
+    theirs = shared / "theirs"
+    as_nobody(lambda: os.mkdir(theirs, 0o700))
+    assert folder_problem(theirs, private=True) == "belongs to nobody"
+    open_to_all = shared / "open"
+    open_to_all.mkdir()
+    open_to_all.chmod(0o755)
+    with pytest.raises(ValueError, match=r"other users can read it \(mode 0755\)"):
+        TaskJournal(open_to_all)
+    assert stat.S_IMODE(open_to_all.stat().st_mode) == 0o755
+
+
+@as_root
+def test_a_folder_under_one_others_can_swap_is_refused(shared):
+    loose = shared / "loose"
+    loose.mkdir()
+    loose.chmod(0o777)  # no sticky bit: anyone may rename what is inside
+    with pytest.raises(
+        ValueError, match="other users can write to .*loose, a folder above it with no sticky bit"
+    ):
+        TaskJournal(loose / "state")
+    assert not (loose / "state").exists()
+
+
+@as_root
+def test_a_planted_temporary_or_record_never_receives_a_token(shared, precious):
+    state = shared / "state"
+    journal = TaskJournal(state)
+    # the folder is private: another user cannot plant anything in it at all
+    with pytest.raises(AssertionError, match="planting child failed"):
+        as_nobody(lambda: os.symlink(precious / "passwd", state / "task-9.tmp"))
+    # a link found there (say, planted while the folder was open) is replaced, not followed
+    os.symlink(precious / "passwd", state / "task-9.json")
+    journal._write("task-9.json", {"token": "secret"})
+    assert (precious / "passwd").read_text() == "root:x:0:0\n"
+    assert not (state / "task-9.json").is_symlink()
+    journal.close()
+
+
+def test_the_default_folder_is_the_users_own_not_a_shared_one():
+    folder = default_folder("127.0.0.1:9094")
+    assert folder.parent == Path.home() / ".cache" / "hcct_lite"
+    assert folder.name == "silo-exec-127.0.0.1_9094"
+
+
+def test_a_new_folder_is_private_and_opened_without_following_links(tmp_path):
+    fd = private_folder(tmp_path / "new")
+    try:
+        assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o700
+        write_at(fd, "a.json", b"{}")
+        assert (tmp_path / "new" / "a.json").read_bytes() == b"{}"
+        os.rename(tmp_path / "new", tmp_path / "moved")  # swapped after the check
+        write_at(fd, "b.json", b"[]")  # still the folder that was checked
+        assert (tmp_path / "moved" / "b.json").exists() and not (tmp_path / "new").exists()
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("task-x.json", "{}"),
+        ("task-2147483000.json", "[1, 2]"),
+        ("task-2147483001.json", "null"),
+        ("task-2147483002.json", '{"token": 5}'),
+        ("task-2147483003.json", "{not json"),
+        ("task-.json", "{}"),
+        ("task-99999999999999999999.json", "{}"),
+    ],
+)
+def test_a_corrupt_journal_is_set_aside_and_the_silo_serves(tmp_path, caplog, name, content):
+    from hcct_lite.deploy import silo_exec
+
+    folder = tmp_path / "state"
+    TaskJournal(folder).close()
+    (folder / name).write_text(content)
+    journal = TaskJournal(folder)
+    executor = silo_exec.ForkExecutor(None, 0, journal, lambda token: None)
+    executor.reconcile()  # neither an exception nor a traceback: one line, then serving
+    assert not (folder / name).exists() and (folder / f"{name}.set-aside").exists()
+    said = [r.getMessage() for r in caplog.records if "set aside" in r.getMessage()]
+    assert len(said) == 1 and name in said[0]
+    assert journal.pids() == []
+    journal.close()
+
+
+def test_a_record_that_is_a_folder_or_a_link_is_set_aside(tmp_path, caplog):
+    folder = tmp_path / "state"
+    TaskJournal(folder).close()
+    (folder / "task-11.json").mkdir()
+    os.symlink("/etc/hostname", folder / "task-12.json")
+    journal = TaskJournal(folder)
+    assert journal.pids() == []
+    assert sorted(p.name for p in folder.glob("*.set-aside")) == [
+        "task-11.json.set-aside",
+        "task-12.json.set-aside",
+    ]
+    journal.close()
+
+
+@pytest.mark.parametrize(
+    ("state_dir", "words"),
+    [
+        ("regular-file", "is not a folder"),
+        ("/dev/null", "is not a folder"),
+        ("/proc/self/x", "cannot be made"),
+        ("/sys/x", "cannot be made"),
+        ("/proc/self/environ", "is not a folder"),
+    ],
+)
+def test_a_state_dir_that_is_no_folder_is_one_line(tmp_path, capsys, state_dir, words):
+    if state_dir == "regular-file":
+        state_dir = str(tmp_path / "file")
+        Path(state_dir).write_text("x")
+    assert main(["silo-exec", "--insecure", "--state-dir", state_dir]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("hcct-lite: error: ") and words in err[0]
+
+
+@as_root
+def test_results_never_follow_a_link_nor_enter_a_folder_others_can_steer(shared, precious):
+    theirs = shared / "result.json"
+    as_nobody(lambda: os.symlink(precious / "passwd", theirs))
+    write_json(str(theirs), {"a": 1})  # root may replace another user's link; never follows it
+    assert (precious / "passwd").read_text() == "root:x:0:0\n" and not theirs.is_symlink()
+    loose = shared / "loose"
+    loose.mkdir()
+    loose.chmod(0o777)
+    with pytest.raises(ValueError, match="no sticky bit"):
+        write_text(loose / "table.md", "x")
+    assert (
+        main(
+            [
+                "compare",
+                "--task",
+                "motivating",
+                "--schemes",
+                "global",
+                "--seeds",
+                "0",
+                "--out",
+                str(shared),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
+    mine = shared / "mine.json"
+    os.symlink(precious / "passwd", mine)  # this user's own link: replaced, never followed
+    write_json(str(mine), {"a": 1})
+    assert json.loads(mine.read_text()) == {"a": 1} and not mine.is_symlink()
+    assert (precious / "passwd").read_text() == "root:x:0:0\n"
+
+
+def test_the_default_folder_is_made_private_with_the_folders_it_needs(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # a home without ~/.cache yet
+    journal = TaskJournal(default_folder("127.0.0.1:9094"))
+    for folder in (
+        tmp_path / ".cache",
+        tmp_path / ".cache" / "hcct_lite",
+        tmp_path / ".cache" / "hcct_lite" / "silo-exec-127.0.0.1_9094",
+    ):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    journal.close()
+
+
+@as_root
+def test_another_users_link_on_the_way_is_refused(shared, precious):
+    via = shared / "results"
+    as_nobody(lambda: os.symlink(precious, via))  # "results" leads into root's folder
+    with pytest.raises(ValueError, match="on its way, is a link nobody made"):
+        write_json(str(via / "passwd"), {"a": 1})
+    assert (precious / "passwd").read_text() == "root:x:0:0\n"
+    with pytest.raises(ValueError, match="on its way, is a link nobody made"):
+        TaskJournal(via / "state")
+    assert not (precious / "state").exists()
