@@ -18,6 +18,7 @@ A part's entry point names a function that registers what it adds::
 from __future__ import annotations
 
 import importlib
+import warnings
 from importlib.metadata import entry_points
 
 __all__ = ["GROUP", "KINDS", "register", "find", "each", "load_parts", "part_missing"]
@@ -78,25 +79,34 @@ def each(kind: str) -> dict:
 def load_parts() -> tuple:
     """Let every installed part register what it adds, once; return the parts' names.
 
-    Raises
-    ------
-    ImportError
-        If a part fails to load; the message names the part.
+    A part that fails to load (an import error, a name another part took) is left out with
+    a warning naming it; the others load as usual.
     """
     if not _LOADED:
         _LOADED.append([])  # a part that asks for the parts while it loads sees them loading
         for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+            before = {kind: dict(names) for kind, names in _REGISTRY.items()}
             try:
                 ep.load()()
-            except ImportError as err:
-                raise ImportError(f"the hcct-lite part {ep.name!r} ({ep.value}): {err}") from err
+            except Exception as err:  # a broken part must not take the others down
+                _REGISTRY.update(before)  # nothing half-registered stays
+                warnings.warn(
+                    f"the hcct-lite part {ep.name!r} ({ep.value}) failed to load and is left "
+                    f"out: {type(err).__name__}: {err}",
+                    stacklevel=2,
+                )
+                continue
             _LOADED[0].append(ep.name)
     return tuple(_LOADED[0])
 
 
 def part_missing(what: str, part: str) -> ValueError:
-    """The error for ``what``, which needs the part ``part`` that registered nothing."""
+    """The error for ``what``, which needs the part ``part`` that registered nothing.
+
+    The parts of this package come with it: they are missing only where it is not
+    installed (a source tree on ``PYTHONPATH``), or where a part failed to load (warned).
+    """
     return ValueError(
-        f"{what} needs the {part} part of hcct-lite, and none is registered: install it "
-        f"with pip install -e '.[{EXTRAS.get(part, part)}]' (or 'hcct-lite[...]')"
+        f"{what} needs the {part} part of hcct-lite, which did not register: install the "
+        f"package (pip install -e '.[{EXTRAS.get(part, part)}]' in a checkout)"
     )

@@ -12,15 +12,16 @@ from ..parts import each
 from ..schemes.registry import scheme_names
 from ..training.tasks import TASKS
 
-__all__ = ["build_parser", "OVERRIDES", "add_run_options"]
+__all__ = ["build_parser", "OVERRIDES", "add_run_options", "OneScreenHelp"]
 
 DESCRIPTION = "``hcct-lite``: run one experiment or a resumable grid from the command line."
 
 
-def add_run_options(p: argparse.ArgumentParser, scheme: bool = False) -> None:
+def add_run_options(p: argparse.ArgumentParser, scheme: bool = False):
     """Add a run's settings to ``p`` (``scheme``: --scheme, --seed and --json too).
 
-    The optional parts add theirs (the deployment's defences) as option groups.
+    The optional parts add theirs (the deployment's defences) as option groups. Returns
+    the group "the run", for a command's own options.
     """
     run = p.add_argument_group("the run")
     run.add_argument("--task", required=True, metavar="NAME", help=f"one of {', '.join(TASKS)}")
@@ -76,6 +77,7 @@ def add_run_options(p: argparse.ArgumentParser, scheme: bool = False) -> None:
     )
     for add in each("options").values():  # the optional parts' settings of a run
         add(p)
+    return run
 
 
 def _overrides() -> tuple:
@@ -94,7 +96,7 @@ def _overrides() -> tuple:
 OVERRIDES = _overrides()
 
 
-class _Help(argparse.HelpFormatter):
+class OneScreenHelp(argparse.HelpFormatter):
     """Help on one screen: each option and its help on one line."""
 
     def __init__(self, prog):
@@ -114,7 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     Training (run, compare) and the paper (reproduce, verify, canaries); the optional parts
     add theirs (the deployment: flower-sim, flower-run, silo-exec).
     """
-    parser = _OneLineParser(prog="hcct-lite", description=DESCRIPTION, formatter_class=_Help)
+    parser = _OneLineParser(
+        prog="hcct-lite", description=DESCRIPTION, formatter_class=OneScreenHelp
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     _add_training_commands(sub)
     _add_paper_commands(sub)
@@ -126,9 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_training_commands(sub) -> None:
     """``run`` (one experiment) and ``compare`` (a grid of them)."""
     usage = "hcct-lite run --task NAME --scheme NAME [options]"
-    run = sub.add_parser("run", help="run one experiment", usage=usage, formatter_class=_Help)
-    add_run_options(run, scheme=True)
-    run.add_argument(
+    run = sub.add_parser(
+        "run", help="run one experiment", usage=usage, formatter_class=OneScreenHelp
+    )
+    group = add_run_options(run, scheme=True)
+    group.add_argument(
         "--cpu-capability",
         choices=["default", "avx2", "avx512", "machine"],
         metavar="KIND",

@@ -10,7 +10,7 @@ import importlib.util
 import sys
 
 from ..cli.commands import report_run, run_settings
-from ..cli.parser import add_run_options
+from ..cli.parser import OneScreenHelp, add_run_options
 from .flower.simulation import ENGINES
 
 __all__ = ["add_commands"]
@@ -18,15 +18,20 @@ __all__ = ["add_commands"]
 
 def add_commands(sub) -> None:
     """Add ``flower-sim``, ``flower-run`` and ``silo-exec`` to the subcommands ``sub``."""
-    sim = sub.add_parser("flower-sim", help="run one experiment as Flower apps, one per silo")
-    add_run_options(sim, scheme=True)
-    sim.add_argument(
+    sim = sub.add_parser(
+        "flower-sim",
+        help="run one experiment as Flower apps, one per silo",
+        usage="hcct-lite flower-sim --task NAME --scheme NAME [options]",
+        formatter_class=OneScreenHelp,
+    )
+    group = add_run_options(sim, scheme=True)
+    group.add_argument(
         "--engine",
         choices=ENGINES,
         default="inline",
         help="inline: every silo in this process (default); ray: Flower's simulation engine",
     )
-    sim.add_argument(
+    group.add_argument(
         "--ray-address",
         metavar="ADDRESS",
         help="with --engine ray: the running Ray cluster to use (auto, or its head's host:port)",

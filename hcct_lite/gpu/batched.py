@@ -3,7 +3,7 @@
 On a GPU a batch-64 step of these small networks is dozens of small kernels, and a card
 running one client after another sits mostly idle (results/README.md). This trainer runs the
 clients' steps together on their stacked networks
-(:func:`~hcct_lite.training.models.stacked_network`): each layer of k clients is one kernel
+(:func:`~hcct_lite.gpu.stacked.stacked_network`): each layer of k clients is one kernel
 over k batches.
 
 What stays as in :class:`~hcct_lite.training.local.SGDTrainer`: each client's batches (the

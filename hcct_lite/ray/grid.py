@@ -14,6 +14,7 @@ when the grid ends.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import math
 import os
@@ -69,6 +70,8 @@ class RayOptions:
     retries: int = 3
 
     def __post_init__(self):
+        if importlib.util.find_spec("ray") is None:  # said before a grid is planned
+            raise ValueError("--ray needs Ray: pip install 'hcct-lite[ray]'")
         if self.gpus_per_run is not None and not 0 < self.gpus_per_run <= 1:
             raise ValueError(f"--gpus-per-run must be in (0, 1]; got {self.gpus_per_run}")
         if self.startup_wait is not None:
@@ -160,7 +163,7 @@ def connect(options: RayOptions):
     try:
         import ray
     except ImportError as err:
-        raise ValueError(f"--ray needs Ray: pip install 'hcct-lite[flower]' ({err})") from None
+        raise ValueError(f"--ray needs Ray: pip install 'hcct-lite[ray]' ({err})") from None
     ray_environment(options.startup_wait)
     plain_ray_logs()
     if options.address not in (None, "auto"):

@@ -181,8 +181,8 @@ class Scheme:
     # bumped on purpose when a change alters what this scheme computes (the canary test
     # says when): stored results of the older version are then rerun
     compute_version = 1
-    # how members' models become one (a robust.Aggregator; make_scheme sets it): None is
-    # FedAvg, exactly weighted_average
+    # how members' models become one: None is FedAvg, exactly weighted_average; the
+    # deployment's defence layer sets a robust rule here where a run asks for one
     aggregator = None
     # whether a model trained by one client alone may be taken up by others later (cluster
     # models): then the norm rule judges every reply, a loner's too

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..parts import find, part_missing
 from ..schemes.registry import PAPER_SCHEMES, scheme_names
+from .provenance import uses_defences
 from .tasks import TASKS
 
 __all__ = [
@@ -25,7 +26,6 @@ __all__ = [
     "make_config",
     "validate_config",
     "arrival_epochs",
-    "asks_defence",
     "parse_partition",
 ]
 
@@ -219,22 +219,23 @@ def _check_counts(cfg: RunConfig) -> None:
     _check_count("new_clients", cfg.new_clients, 0, cfg.n_clients, clients)
 
 
-def asks_defence(cfg: RunConfig) -> bool:
-    """Whether ``cfg`` asks for the deployment's defence (a robust rule, a bound, a rule)."""
-    return cfg.aggregator != "mean" or cfg.norm_limit != 0 or cfg.count_bound != 0
-
-
 def _check_aggregation(cfg: RunConfig) -> None:
-    check = find("check", "defence")  # the deployment part's rule of its settings
-    if check is not None:
-        check(cfg)
-    elif asks_defence(cfg):
-        raise part_missing("the settings aggregator, norm_limit and count_bound", "deploy")
     _need(
         _is_number(cfg.count_bound) and (cfg.count_bound == 0 or 1 <= cfg.count_bound < math.inf),
         f"count_bound must be 0 (off) or a finite number >= 1 (a multiple of the median "
         f"count); got {cfg.count_bound!r}",
     )
+    defaults = [RunConfig.__dataclass_fields__[k].default for k in _DEFENCE_ONLY]
+    if not uses_defences(cfg) and [getattr(cfg, k) for k in _DEFENCE_ONLY] == defaults:
+        return  # the paper's runs: nothing of the deployment's to check
+    check = find("check", "defence")  # the deployment part's rule of its settings
+    if check is None:
+        raise part_missing("the settings aggregator, norm_limit and count_bound", "deploy")
+    check(cfg)
+
+
+# settings only a robust aggregator reads
+_DEFENCE_ONLY = ("clip_factor", "trim_fraction")
 
 
 def _check_device(cfg: RunConfig) -> None:

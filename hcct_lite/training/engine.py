@@ -248,8 +248,8 @@ class EngineState:
         The backend behind the reply screen: every reply the loop gets has passed it.
     arrive : numpy.ndarray (N,) int, the epoch each client arrives in
     fixed : ServerView
-        The view's parts fixed for the run: ``sizes`` (the vouched counts), ``init_state``,
-        ``head``, ``trainable``, ``fresh_state``.
+        The view's parts fixed for the run: ``sizes`` (D_i; a count bound may cut them),
+        ``init_state``, ``head``, ``trainable``, ``fresh_state``.
     states, updates : dict client -> state dict
         Each client's current model and last accepted update: the engine alone writes them.
     missing : set of int
@@ -283,9 +283,9 @@ def run_epoch(t: int, run: EngineState) -> dict:
     """One epoch of Algorithm 1: partition, local training, aggregation, evaluation.
 
     Clients missing last epoch (``run.missing``) sit out the partition. A client that does
-    not answer now, or whose reply the screen refuses, is dropped from the plan; it keeps
-    its model. Updates ``run``'s states, updates and missing clients, and returns the
-    epoch's history entry.
+    not answer now, whose reply the screen refuses, or that the plan left out (MAXFL, on a
+    probe) is missing: it is dropped from the plan and keeps its model. Updates ``run``'s
+    states, updates and missing clients, and returns the epoch's history entry.
     """
     cfg, scheme, clients = run.cfg, run.scheme, run.clients
     active = [i for i in range(cfg.n_clients) if run.arrive[i] <= t]

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ..parts import find, part_missing
+from .provenance import uses_defences
 
 __all__ = [
     "Rejected",
@@ -248,9 +249,7 @@ def defence_for(cfg):
     ValueError
         If ``cfg`` asks for a defence and no installed part registered one.
     """
-    from .config import asks_defence
-
-    if not asks_defence(cfg):
+    if not uses_defences(cfg):
         return None
     layer = find("defence", "deployment")
     if layer is None:

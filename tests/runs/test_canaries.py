@@ -47,9 +47,11 @@ def test_every_scheme_task_and_network_has_a_canary():
 
     configs = [canary.canary_config(n) for n in CANARIES]
     how = ": give each a canary (CANARIES, hcct_lite/runs/canary.py); hcct-lite canaries --write"
-    for what, have, registered in (("schemes", {c.scheme for c in configs}, scheme_names()),
-                                   ("tasks", {c.task for c in configs}, TASKS),
-                                   ("networks", {c.model for c in configs}, MODELS)):
+    for what, have, registered in (
+        ("schemes", {c.scheme for c in configs}, scheme_names()),
+        ("tasks", {c.task for c in configs}, TASKS),
+        ("networks", {c.model for c in configs}, MODELS),
+    ):
         missing = sorted(set(registered) - have)
         assert not missing, f"{what} without a canary: {missing}{how}"
     from hcct_lite.deploy.defences.robust import AGGREGATORS
@@ -97,8 +99,10 @@ def test_numbers_changed_under_the_same_version_say_what_to_bump_and_what_goes_s
     assert "scheme-maxfl (engine 1, task rotated-digits 1, scheme maxfl 1)" in text
     assert "-> 1.5, final groups the same" in text and "Bump the version" in text
     # a bump of MAXFL's version would make its Table IV runs stale, nothing else
-    assert "scheme maxfl: schemes-fmnist (5), schemes-rotated-digits (5), schemes-digit (5), " \
+    assert (
+        "scheme maxfl: schemes-fmnist (5), schemes-rotated-digits (5), schemes-digit (5), "
         "schemes-cifar10 (5)" in text
+    )
     assert "  engine: schemes-fmnist (45), " in text
 
 
@@ -113,8 +117,7 @@ def test_a_bumped_version_a_moved_default_or_a_missing_canary_asks_to_write_agai
     fresh["defence-median"]["digest"] = "3" * 64
     problems, changed = canary_problems(stored, fresh)
     assert changed == []
-    assert any("scheme-hcct was stored for compute version" in p and "now {" in p
-               for p in problems)
+    assert any("scheme-hcct was stored for compute version" in p and "now {" in p for p in problems)
     assert any("task-fmnist now runs other settings (lr)" in p for p in problems)
     assert any("scheme-ifca is stored but no longer defined" in p for p in problems)
     assert any("new-one is not stored" in p for p in problems)
@@ -164,8 +167,10 @@ def test_the_stored_file_holds_every_canary_once_per_line():
     text = canary.CANARY_FILE.read_text()
     doc = json.loads(text)
     assert list(doc["canaries"]) == list(CANARIES)
-    assert all(e["pins"] == {"kernels": "default", "blas_core": "Nehalem", "threads": 1}
-               for e in doc["canaries"].values())
+    assert all(
+        e["pins"] == {"kernels": "default", "blas_core": "Nehalem", "threads": 1}
+        for e in doc["canaries"].values()
+    )
     assert sum(line.startswith('  "') for line in text.splitlines()) == len(CANARIES)
 
 
@@ -175,9 +180,14 @@ def test_an_unknown_canary_is_named():
 
 
 def test_the_pins_override_whatever_the_caller_has():
-    hostile = {"ATEN_CPU_CAPABILITY": "avx512", "MKL_CBWR": "AVX512", "KEEP": "1",
-               "OPENBLAS_CORETYPE": "Prescott", "NPY_DISABLE_CPU_FEATURES": "",
-               "OMP_NUM_THREADS": "8"}
+    hostile = {
+        "ATEN_CPU_CAPABILITY": "avx512",
+        "MKL_CBWR": "AVX512",
+        "KEEP": "1",
+        "OPENBLAS_CORETYPE": "Prescott",
+        "NPY_DISABLE_CPU_FEATURES": "",
+        "OMP_NUM_THREADS": "8",
+    }
     env = canary.pinned_env(hostile)
     assert env["ATEN_CPU_CAPABILITY"] == "default" and env["MKL_CBWR"] == "COMPATIBLE"
     assert env["ONEDNN_MAX_CPU_ISA"] == "SSE41" and env["OPENBLAS_CORETYPE"] == "Nehalem"

@@ -15,8 +15,16 @@ def test_a_grid_reruns_stale_or_corrupt_files_and_says_which(tmp_path):
     assert any(m.startswith("reuse") and "same settings and compute version" in m for m in logged)
     # other settings into the same folder: recomputed, never silently reused
     logged.clear()
-    (second,) = run_grid("rotated-digits", ["independent"], [0], str(tmp_path),
-                         progress=False, log=logged.append, epochs=3, lr=0.05)
+    (second,) = run_grid(
+        "rotated-digits",
+        ["independent"],
+        [0],
+        str(tmp_path),
+        progress=False,
+        log=logged.append,
+        epochs=3,
+        lr=0.05,
+    )
     assert second["config"]["epochs"] == 3 and len(second["history"]) == 3
     assert any(m.startswith("run") and "its epochs is 2" in m for m in logged)
     for content in ("", "{", "{}", json.dumps({"config": None})):

@@ -54,55 +54,107 @@ def _broken(r):
     case(
         "another compute version",
         "of another compute version (commit 0123abcd): its engine is version 0, now 1",
-        lambda b: [b["provenance"]["compute_version"].update(engine=0),
-                   b["provenance"].update(code_commit="0123abcd" * 5)],
+        lambda b: [
+            b["provenance"]["compute_version"].update(engine=0),
+            b["provenance"].update(code_commit="0123abcd" * 5),
+        ],
     )
     case(
         "no compute version",
         "of another compute version (commit",
         lambda b: b["provenance"].pop("compute_version"),
     )
-    case("a version as a string", "its engine is version '1', now 1",
-         lambda b: b["provenance"]["compute_version"].update(engine="1"))
-    case("a version as a bool", "its engine is version True, now 1",
-         lambda b: b["provenance"]["compute_version"].update(engine=True))
-    case("a version as a float", "its engine is version 1.0, now 1",
-         lambda b: b["provenance"]["compute_version"].update(engine=1.0))
-    case("a version without its scheme", "its scheme independent is version None, now 1",
-         lambda b: b["provenance"]["compute_version"].pop("scheme independent"))
-    case("versions as a list", "its provenance records none",
-         lambda b: b["provenance"].update(compute_version=[1, 1, 1]))
-    case("a setting not stated", "its config does not state norm_limit (written before the "
-         "setting existed)", lambda b: b["config"].pop("norm_limit"))
+    case(
+        "a version as a string",
+        "its engine is version '1', now 1",
+        lambda b: b["provenance"]["compute_version"].update(engine="1"),
+    )
+    case(
+        "a version as a bool",
+        "its engine is version True, now 1",
+        lambda b: b["provenance"]["compute_version"].update(engine=True),
+    )
+    case(
+        "a version as a float",
+        "its engine is version 1.0, now 1",
+        lambda b: b["provenance"]["compute_version"].update(engine=1.0),
+    )
+    case(
+        "a version without its scheme",
+        "its scheme independent is version None, now 1",
+        lambda b: b["provenance"]["compute_version"].pop("scheme independent"),
+    )
+    case(
+        "versions as a list",
+        "its provenance records none",
+        lambda b: b["provenance"].update(compute_version=[1, 1, 1]),
+    )
+    case(
+        "a setting not stated",
+        "its config does not state norm_limit (written before the setting existed)",
+        lambda b: b["config"].pop("norm_limit"),
+    )
     # files whose parts contradict each other, or name clients that are not there
-    case("final not its history's", "its final mean is 1.0; its history says",
-         lambda b: b["final"].update(mean=1.0))
-    case("last epoch edited", "its final client errors are not its last epoch's",
-         lambda b: b["history"][-1]["client_test_error"].__setitem__(0, 99.0))
-    case("NaN in the history", "history epoch 0 holds an error that is not a percentage",
-         lambda b: b["history"][0]["client_test_error"].__setitem__(1, float("nan")))
-    case("a group naming client 99", "history epoch 1's groups name clients outside 0..7",
-         lambda b: b["history"][1].update(groups=[[99]]))
-    case("a client twice", "history epoch 0's groups hold a client in more than 1 group",
-         lambda b: b["history"][0].update(groups=[[0, 1], [1, 2]]))
+    case(
+        "final not its history's",
+        "its final mean is 1.0; its history says",
+        lambda b: b["final"].update(mean=1.0),
+    )
+    case(
+        "last epoch edited",
+        "its final client errors are not its last epoch's",
+        lambda b: b["history"][-1]["client_test_error"].__setitem__(0, 99.0),
+    )
+    case(
+        "NaN in the history",
+        "history epoch 0 holds an error that is not a percentage",
+        lambda b: b["history"][0]["client_test_error"].__setitem__(1, float("nan")),
+    )
+    case(
+        "a group naming client 99",
+        "history epoch 1's groups name clients outside 0..7",
+        lambda b: b["history"][1].update(groups=[[99]]),
+    )
+    case(
+        "a client twice",
+        "history epoch 0's groups hold a client in more than 1 group",
+        lambda b: b["history"][0].update(groups=[[0, 1], [1, 2]]),
+    )
     case(
         "final of 3 of 8 clients",
         "its final client errors are not its last epoch's",
         lambda b: b["final"].update(client_test_error=b["final"]["client_test_error"][:3]),
     )
-    case("an epoch without errors", "history epoch 1 must give 8 client errors",
-         lambda b: b["history"][1].pop("client_test_error"))
-    case("best epoch garbage", "its final best_over_epochs mean is 'x'",
-         lambda b: b["final"]["best_over_epochs"].update(mean="x"))
+    case(
+        "an epoch without errors",
+        "history epoch 1 must give 8 client errors",
+        lambda b: b["history"][1].pop("client_test_error"),
+    )
+    case(
+        "best epoch garbage",
+        "its final best_over_epochs mean is 'x'",
+        lambda b: b["final"]["best_over_epochs"].update(mean="x"),
+    )
     case("no sizes", "its sizes must list the 8 clients", lambda b: b.pop("sizes"))
     case("no domains", "its domains must list the 8 clients", lambda b: b.pop("domains"))
-    case("a config no run accepts", "its config is not one a run accepts",
-         lambda b: [d.update(batch_size=0) for d in (b["config"],)])
-    case("no client ever answered", "its history holds no error to summarise",
-         lambda b: [h.update(client_test_error=[None] * 8) for h in b["history"]]
-         + [b["final"].update(client_test_error=[])])
-    case("provenance a string", "its provenance is str, not an object",
-         lambda b: b.update(provenance="cpu"))
+    case(
+        "a config no run accepts",
+        "its config is not one a run accepts",
+        lambda b: [d.update(batch_size=0) for d in (b["config"],)],
+    )
+    case(
+        "no client ever answered",
+        "its history holds no error to summarise",
+        lambda b: (
+            [h.update(client_test_error=[None] * 8) for h in b["history"]]
+            + [b["final"].update(client_test_error=[])]
+        ),
+    )
+    case(
+        "provenance a string",
+        "its provenance is str, not an object",
+        lambda b: b.update(provenance="cpu"),
+    )
     return cases
 
 
@@ -146,8 +198,15 @@ def test_a_setting_a_file_does_not_state_is_never_filled_from_the_defaults(done)
         del foreign["config"][key]
         path.write_text(json.dumps(foreign))
         logged = []
-        run_grid("rotated-digits", ["independent"], [0], str(out), log=logged.append,
-                 reuse_older=True, **KW)
+        run_grid(
+            "rotated-digits",
+            ["independent"],
+            [0],
+            str(out),
+            log=logged.append,
+            reuse_older=True,
+            **KW,
+        )
         assert any(m.startswith("run") and f"does not state {key}" in m for m in logged), logged
     path.write_text(json.dumps(first))
 
@@ -165,12 +224,17 @@ def test_refactors_leave_results_reusable_and_a_bumped_version_does_not(done, mo
     monkeypatch.setattr(provenance, "compute_fingerprint", lambda: "0" * 12)
     provenance.source_fingerprint.cache_clear()
     ok, why = reuse_decision(str(path), cfg)
-    assert ok and why.startswith("same settings and compute version (engine 1, task "
-                                 "rotated-digits 1, scheme independent 1")
+    assert ok and why.startswith(
+        "same settings and compute version (engine 1, task rotated-digits 1, scheme independent 1"
+    )
     # a version bumped on purpose: every part the run uses counts, no other
-    parts = ((provenance, "ENGINE_VERSION"), (Independent, "compute_version"),
-             (provenance, "DEFENCES_VERSION"), (provenance, "AGGREGATORS_VERSION"),
-             (HCCT, "compute_version"))
+    parts = (
+        (provenance, "ENGINE_VERSION"),
+        (Independent, "compute_version"),
+        (provenance, "DEFENCES_VERSION"),
+        (provenance, "AGGREGATORS_VERSION"),
+        (HCCT, "compute_version"),
+    )
     for where, attr in parts:
         old = getattr(where, attr)
         monkeypatch.setattr(where, attr, old + 1)
@@ -268,8 +332,7 @@ def test_a_run_whose_norm_rule_refused_nothing_is_the_run_without_the_rule(ruled
     logged = []
     (reused,) = run_grid("rotated-digits", ["global"], [0], str(out), log=logged.append, **KW)
     assert reused["config"]["norm_limit"] == 20.0  # the file, as it is
-    assert any(m.startswith("reuse") and "its norm rule (20) refused no reply" in m
-               for m in logged)
+    assert any(m.startswith("reuse") and "its norm rule (20) refused no reply" in m for m in logged)
     # the claim the rule rests on: the same run without the rule computes the same numbers
     (without,) = run_grid("rotated-digits", ["global"], [0], str(tmp_path), log=None, **KW)
     assert without["config"]["norm_limit"] == 0.0
@@ -281,14 +344,20 @@ def test_a_run_whose_norm_rule_refused_nothing_is_the_run_without_the_rule(ruled
     "change, ask, words",
     [
         # a refusal the history does not show is a forged file, not the run without the rule
-        (lambda b: b.update(rejected=[{"client": 1, "epoch": 0, "reason": "x"}]), {},
-         "its rejected says client 1's reply was refused in epoch 0"),
+        (
+            lambda b: b.update(rejected=[{"client": 1, "epoch": 0, "reason": "x"}]),
+            {},
+            "its rejected says client 1's reply was refused in epoch 0",
+        ),
         (lambda b: b.pop("rejected"), {}, "its norm_limit is 20.0"),
         (lambda b: b.update(rejected="[]"), {}, "its rejected is str, not a list"),
         (lambda b: b.update(rejected={}), {}, "its rejected is dict, not a list"),
         (lambda b: None, {"norm_limit": 10.0}, "its norm_limit is 20.0, the run asks for 10.0"),
-        (lambda b: b["config"].update(norm_limit=0.0), {"norm_limit": 20.0},
-         "its norm_limit is 0.0, the run asks for 20.0"),
+        (
+            lambda b: b["config"].update(norm_limit=0.0),
+            {"norm_limit": 20.0},
+            "its norm_limit is 0.0, the run asks for 20.0",
+        ),
     ],
 )
 def test_a_refusal_or_another_rule_is_never_read_as_the_run_without_it(ruled, change, ask, words):
@@ -300,8 +369,9 @@ def test_a_refusal_or_another_rule_is_never_read_as_the_run_without_it(ruled, ch
     change(bad)
     path.write_text(json.dumps(bad))
     try:
-        ok, why = reuse_decision(str(path), make_config("rotated-digits", "global", 0, epochs=2,
-                                                        **ask))
+        ok, why = reuse_decision(
+            str(path), make_config("rotated-digits", "global", 0, epochs=2, **ask)
+        )
     finally:
         path.write_text(json.dumps(first))
     assert not ok and words in why, why

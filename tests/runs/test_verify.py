@@ -161,8 +161,10 @@ def test_bad_arguments_exit_2_with_one_line(fresh, tmp_path, capsys):
     (tmp_path / "edited.json").write_text(json.dumps(edited))
     prov = dict(fields, provenance="cpu")
     (tmp_path / "prov.json").write_text(json.dumps(prov))
-    cases += [(tmp_path / "edited.json", "its final client errors are not its last epoch's"),
-              (tmp_path / "prov.json", "its provenance is str, not an object")]
+    cases += [
+        (tmp_path / "edited.json", "its final client errors are not its last epoch's"),
+        (tmp_path / "prov.json", "its provenance is str, not an object"),
+    ]
     done = _verify(str(fresh), str(cases[0][0]))  # once through the installed command
     assert done.returncode == 2 and cases[0][1] in done.stderr and "reproduces" not in done.stdout
     for path, words in cases:  # the same code in this process: no interpreter to start
@@ -179,7 +181,9 @@ def test_only_the_kernel_variables_a_file_names_are_set_and_checked(fresh, tmp_p
     # variable that is not a kernel setting: the rerun pins default kernels, ignores the rest
     prov["cpu_capability"] = "avx512"
     prov["cpu_kernel_env"] = dict(
-        ATEN_CPU_CAPABILITY="default", MKL_CBWR="COMPATIBLE", ONEDNN_MAX_CPU_ISA="SSE41",
+        ATEN_CPU_CAPABILITY="default",
+        MKL_CBWR="COMPATIBLE",
+        ONEDNN_MAX_CPU_ISA="SSE41",
         LD_PRELOAD="/nonexistent.so",
     )
     odd = tmp_path / "odd-provenance.json"

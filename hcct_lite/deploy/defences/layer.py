@@ -1,8 +1,8 @@
 """The deployment's defence, one layer around a run: count bound, norm rule, robust rule.
 
-The core's loop (Algorithm 1) knows none of this. A run whose settings ask for a defence
-gets a :class:`Defence` from :func:`~hcct_lite.training.replies.defence_for`, which sits
-in the reply screen and arms the scheme's aggregation:
+The core's loop (``run_epoch``, Algorithm 1) knows none of this. A run whose settings ask
+for a defence gets a :class:`Defence` from :func:`~hcct_lite.training.replies.defence_for`:
+``run_experiment`` lets it arm the scheme's aggregation, and it sits in the reply screen.
 
 - ``count_bound``: a declared sample count above that multiple of the median is cut
   (:func:`~.robust.vouched_counts`); the cut count sets steps, clip, allowance and weight.
