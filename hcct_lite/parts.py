@@ -32,6 +32,7 @@ KINDS = {
     "command": "subcommands: add(sub) adds them, each with set_defaults(part_command=run)",
     "check": "a check of a RunConfig's settings (cfg) -> None, raising ValueError",
     "options": "options of a run's command line: add(parser) adds a group of them",
+    "grid-options": "options of compare and reproduce: add(parser, command), read(args)",
 }
 # each part of this package, and the install extra that brings what it needs
 EXTRAS = {"deploy": "flower", "gpu": "gpu", "ray": "ray"}

@@ -8,59 +8,25 @@ from __future__ import annotations
 
 import sys
 
-from ..parts import find, part_missing
+from ..parts import each
 from ..training.config import SCHEMES
 from .parser import OVERRIDES
 
 __all__ = ["COMMANDS", "report_run", "run_settings"]
 
 
-def _part(kind: str, name: str, what: str, part: str):
-    """What the optional part ``part`` registered as the ``kind`` ``name``; else the error."""
-    found = find(kind, name)
-    if found is None:
-        raise part_missing(what, part)
-    return found
+def grid_options(args) -> dict:
+    """What the optional parts read from ``compare``'s or ``reproduce``'s options.
 
-
-def _ray(args):
-    """The Ray part's :class:`~hcct_lite.ray.grid.RayOptions` the options ask for, or None."""
-    if args.ray is None:
-        for flag, value in (
-            ("--gpus-per-run", args.gpus_per_run),
-            ("--ray-startup-wait", args.ray_startup_wait),
-        ):
-            if value is not None:
-                raise ValueError(f"{flag} needs --ray")
-        return None
-    RayOptions = _part("runner", "ray", "--ray", "ray")
-    address = None if args.ray == "local" else args.ray
-    return RayOptions(address, args.gpus_per_run, args.ray_startup_wait)
-
-
-def _queue(args):
-    """The GPU queue's :class:`~hcct_lite.gpu.queue.QueueOptions`, or None unless asked."""
-    asked = [
-        (f, v)
-        for f, v in (
-            ("--deadline", args.deadline),
-            ("--run-log", args.run_log),
-            ("--memory-gb", args.memory_gb),
-        )
-        if v is not None
-    ]
-    if not asked:
-        return None
-    if not str(args.device).startswith("cuda") or args.ray is not None:
-        raise ValueError(f"{asked[0][0]} needs --device cuda without --ray (the GPU queue)")
-    QueueOptions = _part("runner", "gpu-queue", asked[0][0], "gpu")
-    if args.run_log is not None:
-        from ..runs.store import check_output_path
-
-        check_output_path(args.run_log, what="--run-log")
-    return QueueOptions(
-        workers=args.workers, memory_gb=args.memory_gb, deadline=args.deadline, log=args.run_log
-    )
+    ``settings``: the settings they add to every job (None: each grid's own); the rest are
+    :func:`~hcct_lite.runs.runner.run_jobs`' keywords (``ray``, ``queue``).
+    """
+    out = {"settings": {}}
+    for options in each("grid-options").values():
+        got = dict(options.read(args))
+        out["settings"].update(got.pop("settings", {}))
+        out.update(got)
+    return out
 
 
 def _capability(args):
@@ -120,19 +86,13 @@ def _reproduce(args) -> int:
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1; got {args.workers}")
     names = list(GRIDS) if args.grids == ["all"] else args.grids
-    jobs = with_settings(
-        grid_jobs(names, args.seeds),
-        norm_limit=args.norm_limit,
-        cuda_graphs=args.cuda_graphs,
-        batched_clients=args.batched_clients,
-        gpu_precision=args.gpu_precision,
-    )
+    parts = grid_options(args)  # refused before --out is made
+    jobs = with_settings(grid_jobs(names, args.seeds), **parts.pop("settings"))
     if args.list:
         for name in names:
             runs = sum(j.grid == name for j in jobs)
             print(f"{name:24s} {runs:4d} runs  {PAPER_PART[name]}")
         return 0
-    ray, queue = _ray(args), _queue(args)  # refused before --out is made
     if not args.dry_run:
         check_output_path(args.out, folder=True, what="--out")
     run_jobs(
@@ -143,9 +103,8 @@ def _reproduce(args) -> int:
         progress=not args.quiet,
         reuse_older=args.reuse_older,
         cpu_capability=_capability(args),
-        ray=ray,
         dry_run=args.dry_run,
-        queue=queue,
+        **parts,
     )
     if not args.no_report and not args.dry_run:
         from ..reproduction.report import write_report
@@ -236,7 +195,7 @@ def _compare(args) -> int:
         workers=args.workers,
         reuse_older=args.reuse_older,
         cpu_capability=_capability(args),
-        ray=_ray(args),
+        **{k: v for k, v in grid_options(args).items() if k != "settings"},
         dry_run=args.dry_run,
         **overrides,
     )

@@ -149,7 +149,7 @@ def _add_training_commands(sub) -> None:
         "--workers", type=int, default=1, help="processes, one torch thread each (default 1)"
     )
     _store_options(cmp_, capability=None)
-    _cluster_options(cmp_)
+    _part_grid_options(cmp_, "compare")
 
 
 def _add_paper_commands(sub) -> None:
@@ -164,15 +164,8 @@ def _add_paper_commands(sub) -> None:
     rep.add_argument("--no-report", action="store_true", help="do not rewrite the report")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
     rep.add_argument("--report", default="docs/reproduction.md", help="report to regenerate")
-    rep.add_argument(
-        "--norm-limit",
-        type=float,
-        help="every run's norm rule (default each grid's own: off, the paper's algorithm; e.g. "
-        "20 reruns the grids under the rule)",
-    )
-    _gpu_options(rep)
     _store_options(rep, capability="default")
-    _cluster_options(rep)
+    _part_grid_options(rep, "reproduce")
     ver = sub.add_parser(
         "verify", help="rerun stored CPU results in a fresh process; exit 0 if they reproduce"
     )
@@ -192,44 +185,6 @@ def _add_paper_commands(sub) -> None:
         "--write",
         action="store_true",
         help="store the canaries' numbers (after bumping the version of the part you changed)",
-    )
-
-
-def _gpu_options(rep) -> None:
-    """``reproduce``'s ways of computing on a GPU: graphs, batched clients, precision."""
-    rep.add_argument(
-        "--cuda-graphs",
-        action="store_true",
-        default=None,  # unset: each grid's own setting
-        help="with --device cuda: replay each local step as a CUDA graph (the same kernels, "
-        "fewer launches)",
-    )
-    rep.add_argument(
-        "--batched-clients",
-        action="store_true",
-        default=None,  # unset: each grid's own setting
-        help="train every client of an epoch at once on stacked networks (another summation "
-        "order: another computation, stored as such)",
-    )
-    rep.add_argument(
-        "--gpu-precision",
-        choices=["default", "tf32", "bf16"],
-        help="with --batched-clients on a GPU: tf32 matrix products, or bf16 activations with "
-        "channels_last (default: torch's own arithmetic)",
-    )
-    rep.add_argument(
-        "--deadline",
-        type=float,
-        help="with --device cuda: start no run after this many seconds, nor one expected to end "
-        "after them (a lease of a few minutes ends with whole results; rerun to resume)",
-    )
-    rep.add_argument(
-        "--run-log",
-        help="with --device cuda: append one JSON line per finished or failed run (start, end, "
-        "runs in flight, expected and peak memory)",
-    )
-    rep.add_argument(
-        "--memory-gb", type=float, help="with --device cuda: GPU memory to fill (default 92%%)"
     )
 
 
@@ -253,22 +208,7 @@ def _store_options(p, capability) -> None:
     )
 
 
-def _cluster_options(p) -> None:
-    p.add_argument(
-        "--ray",
-        nargs="?",
-        const="local",
-        metavar="ADDRESS",
-        help="run each run as a Ray task: no ADDRESS starts Ray on this machine, auto joins "
-        "the cluster running here, host:port joins that head (docs/many-machines.md)",
-    )
-    p.add_argument(
-        "--gpus-per-run",
-        type=float,
-        help="with --ray and a CUDA device: a run's share of one GPU (default by task)",
-    )
-    p.add_argument(
-        "--ray-startup-wait",
-        type=float,
-        help="with --ray: seconds Ray waits for a node to start (default 60)",
-    )
+def _part_grid_options(p, command: str) -> None:
+    """The optional parts' options of ``compare`` or ``reproduce`` (Ray, the GPU, the norm rule)."""
+    for options in each("grid-options").values():
+        options.add(p, command)

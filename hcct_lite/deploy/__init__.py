@@ -35,3 +35,4 @@ def register() -> None:
     add("check", "defence", "hcct_lite.deploy.defences.layer:check_config", "deploy")
     add("options", "defence", "hcct_lite.deploy.defences.layer:add_options", "deploy")
     add("command", "deployment", "hcct_lite.deploy.commands:add_commands", "deploy")
+    add("grid-options", "defence", "hcct_lite.deploy.commands:GridOptions", "deploy")

@@ -13,7 +13,7 @@ from ..cli.commands import report_run, run_settings
 from ..cli.parser import OneScreenHelp, add_run_options
 from .flower.simulation import ENGINES
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "GridOptions"]
 
 
 def add_commands(sub) -> None:
@@ -118,3 +118,23 @@ def _flower_sim(args) -> int:
     return report_run(
         f"{args.task} / {args.scheme} / seed {args.seed} on Flower ({args.engine})", r, args.json
     )
+
+
+class GridOptions:
+    """``reproduce --norm-limit``: every run of the grids under the norm rule."""
+
+    @staticmethod
+    def add(p, command: str) -> None:
+        """Add ``--norm-limit`` to ``reproduce``'s parser ``p``."""
+        if command == "reproduce":
+            p.add_argument(
+                "--norm-limit",
+                type=float,
+                metavar="X",
+                help="every run's norm rule (default: each grid's own, off)",
+            )
+
+    @staticmethod
+    def read(args) -> dict:
+        """The norm rule of every job (None: each grid's own)."""
+        return {"settings": {"norm_limit": getattr(args, "norm_limit", None)}}

@@ -5,6 +5,7 @@
 - :mod:`.graphs`: each local step replayed as a CUDA graph, setting ``cuda_graphs``.
 - :mod:`.queue`: ``reproduce --device cuda``, every grid's runs in one queue on one card.
 - :mod:`.conclusions`: whether a faster path's set of results keeps the shipped conclusions.
+- :mod:`.options`: ``reproduce``'s GPU switches (``--cuda-graphs``, ``--batched-clients``, ...).
 
 The core finds this part through its entry point (:mod:`hcct_lite.parts`). Install it
 with the extra ``gpu``; a CUDA build of torch is all it needs.
@@ -23,3 +24,4 @@ def register() -> None:
     add("trainer", "graphs", "hcct_lite.gpu.graphs:trainer", "gpu")
     add("check", "gpu", "hcct_lite.gpu.stacked:check_config", "gpu")
     add("runner", "gpu-queue", "hcct_lite.gpu.queue:QueueOptions", "gpu")
+    add("grid-options", "gpu", "hcct_lite.gpu.options:GridOptions", "gpu")

@@ -1,7 +1,8 @@
 """Grids on Ray, an optional part: a grid's runs as Ray tasks, on one machine or many.
 
-:mod:`.grid` has :class:`~hcct_lite.ray.grid.RayOptions` (``compare --ray``,
-``reproduce --ray``) and the Ray start-up settings the Flower simulation shares. The core
+:mod:`.grid` has :class:`~hcct_lite.ray.grid.RayOptions` and the Ray start-up settings
+the Flower simulation shares; :mod:`.options` adds ``--ray`` to ``compare`` and
+``reproduce``. The core
 finds this part through its entry point (:mod:`hcct_lite.parts`). Install it with the extra
 ``ray``.
 """
@@ -16,3 +17,4 @@ def register() -> None:
     from ..parts import register as add
 
     add("runner", "ray", "hcct_lite.ray.grid:RayOptions", "ray")
+    add("grid-options", "ray", "hcct_lite.ray.options:GridOptions", "ray")
