@@ -16,5 +16,4 @@ def register() -> None:
     """Tell the core what this part adds (its entry point calls this)."""
     from ..parts import register as add
 
-    add("runner", "ray", "hcct_lite.ray.grid:RayOptions", "ray")
     add("grid-options", "ray", "hcct_lite.ray.options:GridOptions", "ray")

@@ -157,13 +157,11 @@ def plain_ray_logs() -> None:
 def connect(options: RayOptions):
     """Start or join the Ray cluster ``options`` names; return the ``ray`` module.
 
-    Raises ``ValueError`` (one sentence naming the address) when Ray is not installed or
-    no cluster answers there.
+    Raises ``ValueError`` (one sentence naming the address) when no cluster answers there;
+    :class:`RayOptions` has refused already where Ray is not installed.
     """
-    try:
-        import ray
-    except ImportError as err:
-        raise ValueError(f"--ray needs Ray: pip install 'hcct-lite[ray]' ({err})") from None
+    import ray
+
     ray_environment(options.startup_wait)
     plain_ray_logs()
     if options.address not in (None, "auto"):

@@ -19,7 +19,7 @@ def registry(monkeypatch):
 def test_the_packages_own_parts_register_what_the_core_asks_for():
     assert set(parts.load_parts()) >= {"deploy", "gpu", "ray"}
     assert set(parts.each("trainer")) == {"batched", "graphs"}
-    assert parts.find("runner", "ray").__name__ == "RayOptions"
+    assert parts.find("grid-options", "ray").__module__ == "hcct_lite.ray.options"
     assert parts.find("runner", "gpu-queue").__name__ == "QueueOptions"
     assert parts.find("defence", "deployment").__name__ == "Defence"
     assert parts.find("trainer", "no-such") is None

@@ -95,8 +95,7 @@ class Defence:
     """
 
     def __init__(self, cfg):
-        check_config(cfg)
-        self.cfg = cfg
+        self.cfg = cfg  # a RunConfig: validated, check_config included, when it was built
 
     def vouched(self, declared) -> np.ndarray:
         """(N,) the counts the federation vouches for (``count_bound``; 0: as declared)."""
