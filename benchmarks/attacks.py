@@ -55,14 +55,14 @@ class AttackBackend:
         self.inner, self.names, self.attackers = inner, list(names), list(attackers)
         self.count = attack.startswith("count")
         self.attack = attack.removeprefix("count").removeprefix("+") or "none"
-        self.norm_limit = cfg.norm_limit
+        self.norm_limit = cfg.option("norm_limit")
         self._last = None  # the sleeper's last reply: "poison" or "copy"
         self.sizes = inner.sizes.copy()
         if self.count:
             self.sizes[self.attackers] = CLAIM
         self.domains = inner.domains
         # what the server will make of the counts: the steps its rules allow each silo
-        sizes = vouched_counts(self.sizes, cfg.count_bound)
+        sizes = vouched_counts(self.sizes, cfg.option("count_bound"))
         self.steps = local_steps(sizes, cfg.batch_size, cfg.local_epochs).astype(float)
 
     def _allowance(self, out, i) -> float:

@@ -21,7 +21,16 @@ import importlib
 import warnings
 from importlib.metadata import entry_points
 
-__all__ = ["GROUP", "KINDS", "register", "find", "each", "load_parts", "part_missing"]
+__all__ = [
+    "GROUP",
+    "KINDS",
+    "register",
+    "find",
+    "each",
+    "part_settings",
+    "load_parts",
+    "part_missing",
+]
 
 GROUP = "hcct_lite.parts"
 # what a part may add, and what the core does with it
@@ -30,7 +39,8 @@ KINDS = {
     "runner": "a way of running a grid's jobs",
     "defence": "the deployment's defence layer around a run (cfg) -> a layer",
     "command": "subcommands: add(sub) adds them, each with set_defaults(part_command=run)",
-    "check": "a check of a RunConfig's settings (cfg) -> None, raising ValueError",
+    "settings": "a part's settings of a run: a dict name -> default (RunConfig.option)",
+    "check": "a check of the part's settings of a RunConfig (cfg) -> None, raising ValueError",
     "options": "options of a run's command line: add(parser) adds a group of them",
     "grid-options": "options of compare and reproduce: add(parser, command), read(args)",
 }
@@ -75,6 +85,19 @@ def each(kind: str) -> dict:
     """Every ``kind`` the installed parts registered, name -> object (imported now)."""
     load_parts()
     return {name: _resolve(target) for name, (target, _part) in sorted(_REGISTRY[kind].items())}
+
+
+def part_settings() -> dict:
+    """``name -> (default, part)`` of every setting the installed optional parts add.
+
+    A part registers its settings as a dict ``name -> default`` (the kind ``"settings"``
+    of this registry, under the part's name).
+    """
+    out = {}
+    for part, spec in each("settings").items():
+        for name, default in spec.items():
+            out[name] = (default, part)
+    return out
 
 
 def load_parts() -> tuple:

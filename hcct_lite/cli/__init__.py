@@ -19,10 +19,22 @@ __all__ = ["main", "build_parser"]
 
 def main(argv=None) -> int:
     """Run the command line; return the exit status (2 with one line on bad input)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     try:
         command = COMMANDS.get(args.command) or args.part_command  # a part's subcommand
         return command(args)
     except (ValueError, RuntimeError, OSError, DataNotFoundError) as err:
-        print(f"hcct-lite: error: {err}", file=sys.stderr)
+        print(f"hcct-lite: error: {_naming_the_option(str(err), argv)}", file=sys.stderr)
         return 2
+
+
+def _naming_the_option(message: str, argv: list) -> str:
+    """``message``, led by the option given where it starts with the setting it sets.
+
+    A setting's rule names the setting (``norm_limit must be ...``); the user typed
+    ``--norm-limit``, and the line says both.
+    """
+    flag = "--" + message.split(" ", 1)[0].replace("_", "-")
+    given = any(str(a) == flag or str(a).startswith(flag + "=") for a in argv)
+    return f"{flag}: {message}" if given and len(flag) > 2 else message

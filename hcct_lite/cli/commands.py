@@ -41,6 +41,14 @@ def _verify(args) -> int:
     from ..runs.store import check_output_path
     from ..runs.verify import load_for_verify, verify
 
+    if args.canaries:
+        if args.results or args.capability or args.json:
+            raise ValueError("--canaries reruns the canaries alone: name no results with it")
+        return _canaries(args)
+    if args.write:
+        raise ValueError("--write stores the canaries' numbers: use it with --canaries")
+    if not args.results:
+        raise ValueError("name the result files to rerun (or --canaries)")
     if args.json is not None:
         check_output_path(args.json, what="--json")
     stored = [load_for_verify(p) for p in args.results]  # all checked before the first rerun
@@ -209,5 +217,4 @@ COMMANDS = {
     "compare": _compare,
     "reproduce": _reproduce,
     "verify": _verify,
-    "canaries": _canaries,
 }

@@ -113,7 +113,7 @@ class _OneLineParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The ``hcct-lite`` argument parser, one subcommand per job.
 
-    Training (run, compare) and the paper (reproduce, verify, canaries); the optional parts
+    Training (run, compare) and the paper (reproduce, verify); the optional parts
     add theirs (the deployment: flower-sim, flower-run, silo-exec).
     """
     parser = _OneLineParser(
@@ -167,24 +167,26 @@ def _add_paper_commands(sub) -> None:
     _store_options(rep, capability="default")
     _part_grid_options(rep, "reproduce")
     ver = sub.add_parser(
-        "verify", help="rerun stored CPU results in a fresh process; exit 0 if they reproduce"
+        "verify",
+        help="rerun stored CPU results (or the canaries) in a fresh process; exit 0 if they "
+        "reproduce",
     )
-    ver.add_argument("results", nargs="+", help="result JSON files (e.g. results/*/hcct-*.json)")
+    ver.add_argument("results", nargs="*", help="result JSON files (e.g. results/*/hcct-*.json)")
     ver.add_argument(
         "--capability",
         choices=["default", "avx2", "avx512"],
         help="rerun with these CPU kernels (default: each result's recorded ones)",
     )
     ver.add_argument("--json", help="write the comparisons here")
-    can = sub.add_parser(
-        "canaries",
-        help="rerun the canary runs and compare them bit for bit with the stored ones; exit 0 "
-        "if the computation is what the compute version says",
+    ver.add_argument(
+        "--canaries",
+        action="store_true",
+        help="rerun the canary runs: the computation is what the compute version says",
     )
-    can.add_argument(
+    ver.add_argument(
         "--write",
         action="store_true",
-        help="store the canaries' numbers (after bumping the version of the part you changed)",
+        help="with --canaries: store their numbers (after bumping the version you changed)",
     )
 
 

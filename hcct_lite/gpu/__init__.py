@@ -13,13 +13,22 @@ with the extra ``gpu``; a CUDA build of torch is all it needs.
 
 from __future__ import annotations
 
-__all__ = ["register"]
+__all__ = ["SETTINGS", "register"]
+
+# The GPU part's settings of a run and their defaults (off: plain training, one client
+# at a time)
+SETTINGS = {
+    "cuda_graphs": False,  # each local step replayed as one CUDA graph (the same kernels)
+    "batched_clients": False,  # every client of an epoch at once (another summation order)
+    "gpu_precision": "default",  # the arithmetic of batched clients on a GPU
+}
 
 
 def register() -> None:
     """Tell the core what this part adds (its entry point calls this)."""
     from ..parts import register as add
 
+    add("settings", "gpu", "hcct_lite.gpu:SETTINGS", "gpu")
     add("trainer", "batched", "hcct_lite.gpu.batched:trainer", "gpu")
     add("trainer", "graphs", "hcct_lite.gpu.graphs:trainer", "gpu")
     add("check", "gpu", "hcct_lite.gpu.stacked:check_config", "gpu")

@@ -263,4 +263,4 @@ def _tf32_products():
 def trainer(cfg, model, device) -> BatchedSGDTrainer:
     """The batched trainer of ``cfg``'s clients (``batched_clients``, ``gpu_precision``)."""
     args = (model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed)
-    return BatchedSGDTrainer(*args, device, cfg.gpu_precision)
+    return BatchedSGDTrainer(*args, device, cfg.option("gpu_precision"))

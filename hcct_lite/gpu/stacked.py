@@ -177,30 +177,29 @@ def check_config(cfg) -> None:
     other; ``gpu_precision`` (:data:`GPU_PRECISIONS`) applies to batched clients on a GPU;
     batched clients need a model that can be stacked (:func:`check_stackable`).
     """
-    _need(isinstance(cfg.cuda_graphs, bool), f"cuda_graphs must be a bool; got {cfg.cuda_graphs!r}")
+    graphs, batched = cfg.option("cuda_graphs"), cfg.option("batched_clients")
+    precision = cfg.option("gpu_precision")
+    _need(isinstance(graphs, bool), f"cuda_graphs must be a bool; got {graphs!r}")
     _need(
-        not (cfg.cuda_graphs and cfg.device == "cpu"),
+        not (graphs and cfg.device == "cpu"),
         "cuda_graphs needs a GPU: use device 'cuda' (or 'auto' on a machine with one), "
         "or turn cuda_graphs off",
     )
+    _need(isinstance(batched, bool), f"batched_clients must be a bool; got {batched!r}")
     _need(
-        isinstance(cfg.batched_clients, bool),
-        f"batched_clients must be a bool; got {cfg.batched_clients!r}",
+        precision in GPU_PRECISIONS,
+        f"gpu_precision must be one of {', '.join(GPU_PRECISIONS)}; got {precision!r}",
     )
     _need(
-        cfg.gpu_precision in GPU_PRECISIONS,
-        f"gpu_precision must be one of {', '.join(GPU_PRECISIONS)}; got {cfg.gpu_precision!r}",
-    )
-    _need(
-        not (cfg.batched_clients and cfg.cuda_graphs),
+        not (batched and graphs),
         "batched_clients and cuda_graphs are two ways of training: turn one off",
     )
     _need(
-        cfg.gpu_precision == "default" or (cfg.batched_clients and cfg.device != "cpu"),
-        f"gpu_precision {cfg.gpu_precision!r} applies to batched_clients on a GPU: set "
+        precision == "default" or (batched and cfg.device != "cpu"),
+        f"gpu_precision {precision!r} applies to batched_clients on a GPU: set "
         "batched_clients and device 'cuda', or leave gpu_precision 'default'",
     )
-    if cfg.batched_clients:
+    if batched:
         from ..training.models import build_model
 
         with torch.device("meta"):  # the layers' kinds only: no weights drawn or stored

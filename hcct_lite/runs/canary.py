@@ -9,7 +9,7 @@ holds each canary's compute version
 (:func:`~hcct_lite.training.provenance.compute_version`) and a SHA-256 digest of its
 numbers: every epoch's groups, client errors, training losses and pairwise update cosines
 (float64, so a change in the last bit of any update shows), the refused replies and the
-groups of two the aggregator met. ``hcct-lite canaries`` reruns them and compares bit for
+groups of two the aggregator met. ``hcct-lite verify --canaries`` reruns them and compares bit for
 bit; a digest that changes while the canary's compute version did not is a change of the
 computation that no version says, and the stored results it would silently alter are named.
 
@@ -281,7 +281,7 @@ def write_canaries(fresh: dict, path=CANARY_FILE, stored=None) -> None:
         )
     doc = {
         "about": "hcct-lite's canary runs: their compute version and the SHA-256 of their "
-        "numbers (hcct_lite/runs/canary.py); written by hcct-lite canaries --write",
+        "numbers (hcct_lite/runs/canary.py); written by hcct-lite verify --canaries --write",
         "canaries": {n: fresh[n] for n in CANARIES},
     }
     lines = [f" {json.dumps(k)}: {json.dumps(v)}" for k, v in doc.items() if k != "canaries"]
@@ -356,7 +356,7 @@ def change_report(stored: dict, fresh: dict, changed: list, stale=None) -> str:
         "Bump the version of the part you changed (ENGINE_VERSION, DEFENCES_VERSION, "
         "AGGREGATORS_VERSION or BATCHED_VERSION in hcct_lite/training/provenance.py, the "
         "scheme class's compute_version, TASK_VERSIONS in hcct_lite/training/tasks.py), then: "
-        "hcct-lite canaries --write"
+        "hcct-lite verify --canaries --write"
     )
     if stale is not None:
         lines.append("Stored results a bump of each part makes stale:")

@@ -143,21 +143,22 @@ def _aggregation_problem(r: dict, cfg) -> str | None:
     if "aggregation" not in r:  # older code recorded none
         return None
     agg = r["aggregation"]
-    if not isinstance(agg, dict) or agg.get("aggregator") != cfg.aggregator:
+    aggregator, bound = cfg.option("aggregator", "mean"), cfg.option("count_bound", 0)
+    if not isinstance(agg, dict) or agg.get("aggregator") != aggregator:
         got = agg.get("aggregator") if isinstance(agg, dict) else agg
-        return f"its aggregation names {got!r}, its config {cfg.aggregator!r}"
+        return f"its aggregation names {got!r}, its config {aggregator!r}"
     epochs = len(r["history"])
     for key, inner in (
         ("few_replies", "groups"),
         ("disputes", "pairs"),
         ("history_left_out", "groups"),
     ):
-        if key in agg and (cfg.aggregator == "mean" or _record_problem(agg[key], inner, epochs)):
-            return f"its aggregation {key} is not what a {cfg.aggregator} run records"
+        if key in agg and (aggregator == "mean" or _record_problem(agg[key], inner, epochs)):
+            return f"its aggregation {key} is not what a {aggregator} run records"
     # without a bound the counts are as declared; with one, the deployment's rule cuts them
-    vouched = r["sizes"] if cfg.count_bound == 0 else defence_for(cfg).vouched(r["sizes"]).tolist()
+    vouched = r["sizes"] if bound == 0 else defence_for(cfg).vouched(r["sizes"]).tolist()
     if agg.get("vouched_counts", r["sizes"]) != vouched:
-        return f"its vouched counts are not its sizes bounded by count_bound {cfg.count_bound:g}"
+        return f"its vouched counts are not its sizes bounded by count_bound {bound:g}"
     return None
 
 
@@ -197,11 +198,9 @@ def config_problem(config: dict) -> tuple:
 
     Settings this version does not know (from older code) are left out, as a rerun would.
     """
-    from dataclasses import fields
+    from ..training.config import make_config, setting_names
 
-    from ..training.config import RunConfig, make_config
-
-    known = {f.name for f in fields(RunConfig)} - {"task", "scheme", "seed"}
+    known = set(setting_names()) - {"task", "scheme", "seed"}
     try:
         rest = {k: v for k, v in config.items() if k in known}
         return make_config(config["task"], config["scheme"], config["seed"], **rest), None

@@ -66,11 +66,12 @@ def rerun(result: dict, capability: str | None = None, threads: int | None = Non
     :data:`~hcct_lite.training.provenance.CPU_KERNELS`) and ``threads`` replace them. The
     rerun's result carries ``test_sizes`` (T_i, each client's test samples).
     """
-    from ..training.config import RunConfig
+    from ..training.config import setting_names
 
     prov = result.get("provenance") or {}
     threads = int(threads or prov.get("torch_threads") or 1)
-    fields = {k: v for k, v in result["config"].items() if k in RunConfig.__dataclass_fields__}
+    names = set(setting_names())
+    fields = {k: v for k, v in result["config"].items() if k in names}
     env = {k: v for k, v in os.environ.items() if k not in KERNEL_VARIABLES}
     if capability:
         env = kernel_env(capability, env)
@@ -114,7 +115,7 @@ def _child(spec_path: str, out_path: str) -> None:
     if want and cpu_capability() != want.lower():
         raise SystemExit(f"this CPU cannot use {want} kernels (torch uses {cpu_capability()})")
     torch.set_num_threads(spec["threads"])
-    cfg = RunConfig(**spec["config"])
+    cfg = RunConfig.from_dict(spec["config"])
     clients = build_clients(cfg)
     result = run_experiment(cfg, progress=False, clients=clients)
     result["test_sizes"] = [int(c.y_test.shape[0]) for c in clients]

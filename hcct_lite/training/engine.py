@@ -221,7 +221,7 @@ def _backend(cfg, clients, backend, model, device):
     if backend is None:
         return LocalBackend(cfg, build_clients(cfg) if clients is None else clients, model, device)
     for name in ("cuda_graphs", "batched_clients"):  # a backend's clients train themselves
-        if getattr(cfg, name):
+        if cfg.option(name, False):
             raise ValueError(
                 f"{name} applies to clients trained in this process; {type(backend).__name__} "
                 f"trains its own: turn {name} off"

@@ -223,13 +223,15 @@ def make_trainer(cfg, model: nn.Module, device):
     ValueError
         If the setting asks for a trainer no installed part registered.
     """
-    name = "batched" if cfg.batched_clients else "graphs" if cfg.cuda_graphs else None
+    trainers = {"batched_clients": "batched", "cuda_graphs": "graphs"}  # the GPU part's
+    setting = next((k for k in trainers if cfg.option(k, False)), None)
+    name = trainers.get(setting)
     args = (model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed)
     if name is None:
         return SGDTrainer(*args, device)
     build = find("trainer", name)
     if build is None:
-        raise part_missing("batched_clients" if cfg.batched_clients else "cuda_graphs", "gpu")
+        raise part_missing(setting, "gpu")
     return build(cfg, model, device)
 
 

@@ -104,7 +104,11 @@ def uses_defences(cfg) -> bool:
     A robust aggregator, the norm rule switched on (``norm_limit`` > 0), or the count bound
     (``count_bound`` > 0).
     """
-    return cfg.aggregator != "mean" or cfg.norm_limit > 0 or cfg.count_bound > 0
+    return (
+        cfg.option("aggregator", "mean") != "mean"
+        or cfg.option("norm_limit", 0) > 0
+        or cfg.option("count_bound", 0) > 0
+    )
 
 
 def compute_version(cfg) -> dict:
@@ -129,9 +133,9 @@ def compute_version(cfg) -> dict:
     }
     if uses_defences(cfg):
         version["defences"] = DEFENCES_VERSION
-    if cfg.aggregator != "mean":
+    if cfg.option("aggregator", "mean") != "mean":
         version["aggregators"] = AGGREGATORS_VERSION
-    if cfg.batched_clients:
+    if cfg.option("batched_clients", False):
         version["batched"] = BATCHED_VERSION
     return version
 

@@ -287,13 +287,17 @@ class ScreenedBackend:
     """
 
     def __init__(self, backend, cfg, scheme, defence=None):
-        self.backend, self.defence, self.aggregator = backend, defence, cfg.aggregator
+        self.backend, self.defence, self.aggregator = (
+            backend,
+            defence,
+            cfg.option("aggregator", "mean"),
+        )
         declared = np.asarray(backend.sizes, dtype=np.int64)
         self.sizes = declared.copy() if defence is None else defence.vouched(declared)
         rule = None if defence is None else defence.norm_rule(self.sizes)
         self.screen = ReplyScreen(declared, rule)
         # a loner's reply is judged where its model may be taken up by others
-        self.judge_loners = scheme.judges_every_reply(cfg.aggregator)
+        self.judge_loners = scheme.judges_every_reply(cfg.option("aggregator", "mean"))
 
     def train(self, plan, lr: float, epoch: int) -> dict:
         """The accepted replies of the clients in ``plan.start``, trained at ``lr``."""

@@ -126,13 +126,36 @@ def test_ray_lines_are_plain_text(monkeypatch):
 
 
 def test_every_common_option_naming_a_setting_is_passed_on_once():
-    from dataclasses import fields
-
     from hcct_lite.cli.parser import OVERRIDES, build_parser
-    from hcct_lite.training.config import RunConfig
+    from hcct_lite.training.config import setting_names
 
-    settings = {f.name for f in fields(RunConfig)}
+    settings = set(setting_names())  # the RunConfig's and the optional parts' settings
     assert len(set(OVERRIDES)) == len(OVERRIDES) and set(OVERRIDES) <= settings
     args = build_parser().parse_args(["run", "--task", "fmnist", "--scheme", "hcct"])
     given_apart = {"task", "scheme", "seed", "partition"}  # parsed before the overrides
     assert set(OVERRIDES) == (set(vars(args)) & settings) - given_apart
+
+
+@pytest.mark.parametrize(
+    ("argv", "start"),
+    [
+        (["--norm-limit", "1.5"], "--norm-limit: norm_limit must be 0 (off)"),
+        (["--lr=-1"], "--lr: lr must be a finite number > 0"),
+        (["--epochs", "0"], "--epochs: epochs must be in [1, 100000]"),
+        (["--cluster-models", "99"], "--cluster-models: cluster_models must be in [1, 8]"),
+    ],
+)
+def test_a_bad_value_is_refused_in_one_line_naming_the_option_typed(argv, start, capsys):
+    from hcct_lite.cli import main
+
+    assert main(["run", "--task", "rotated-digits", "--scheme", "hcct", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"hcct-lite: error: {start}") and len(err.splitlines()) == 1
+
+
+def test_a_message_about_a_setting_not_typed_names_no_option():
+    from hcct_lite.cli import _naming_the_option
+
+    assert _naming_the_option("lr must be > 0", ["--epochs", "3"]) == "lr must be > 0"
+    assert _naming_the_option("", ["--"]) == ""  # nothing to name
+    assert _naming_the_option("epochs must be", [b"--epochs", 3]) == "epochs must be"

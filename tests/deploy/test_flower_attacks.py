@@ -179,7 +179,10 @@ def test_a_deployment_defends_by_default():
         "trim_fraction": 0.25,
     }
     paper = make_config("rotated-digits", "global")
-    assert (paper.aggregator, paper.count_bound) == ("mean", 0.0)  # the paper's runs
+    assert (paper.option("aggregator"), paper.option("count_bound")) == (
+        "mean",
+        0.0,
+    )  # the paper's runs
 
 
 def test_two_silos_are_averaged_without_a_robust_rule_and_the_result_says_so():

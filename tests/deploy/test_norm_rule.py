@@ -97,7 +97,7 @@ def test_the_setting_is_validated_off_in_process_and_on_in_a_deployment():
     import hcct_lite.deploy.flower
 
     # in-process runs are the paper's algorithm; a deployment's app defends by default
-    assert make_config("rotated-digits", "global").norm_limit == 0.0
+    assert make_config("rotated-digits", "global").option("norm_limit") == 0.0
     app = Path(hcct_lite.deploy.flower.__file__).parent / "app" / "pyproject.toml"
     config = tomllib.loads(app.read_text())["tool"]["flwr"]["app"]["config"]
     assert config["norm-limit"] == 20.0 and config["aggregator"] == "krum-mean"

@@ -128,7 +128,7 @@ def test_the_settings_are_validated_naming_each():
     for bad in (0.5, -0.1, math.nan):
         with pytest.raises(ValueError, match="trim_fraction must be in"):
             make_config("rotated-digits", "global", trim_fraction=bad)
-    assert make_config("rotated-digits", "global").aggregator == "mean"
+    assert make_config("rotated-digits", "global").option("aggregator") == "mean"
 
 
 def test_the_engine_records_the_aggregator_and_small_groups():
@@ -294,7 +294,9 @@ def test_the_median_of_values_near_float32s_maximum_stays_finite():
 @pytest.mark.parametrize("bad", [0.5, -1, math.nan, math.inf, "4", True, None])
 def test_count_bound_is_validated_naming_it(bad):
     if bad is None:
-        assert make_config("rotated-digits", "global").count_bound == 0  # the paper's: off
+        assert (
+            make_config("rotated-digits", "global").option("count_bound") == 0
+        )  # the paper's: off
         return
     with pytest.raises(ValueError, match="count_bound must be 0 .off. or a finite number >= 1"):
         make_config("rotated-digits", "global", count_bound=bad)

@@ -209,7 +209,7 @@ def test_models_that_mix_clients_are_refused_by_name():
 )
 def test_batched_settings_are_checked_naming_the_setting(kw, message):
     if message is None:
-        assert make_config("rotated-digits", "hcct", 0, **kw).gpu_precision == "default"
+        assert make_config("rotated-digits", "hcct", 0, **kw).option("gpu_precision") == "default"
         return
     with pytest.raises(ValueError, match=message):
         make_config("rotated-digits", "hcct", 0, **kw)

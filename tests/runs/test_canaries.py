@@ -46,7 +46,7 @@ def test_every_scheme_task_and_network_has_a_canary():
     from hcct_lite.training.tasks import TASKS
 
     configs = [canary.canary_config(n) for n in CANARIES]
-    how = ": give each a canary (CANARIES, hcct_lite/runs/canary.py); hcct-lite canaries --write"
+    how = ": give each a canary (CANARIES, hcct_lite/runs/canary.py); verify --canaries --write"
     for what, have, registered in (
         ("schemes", {c.scheme for c in configs}, scheme_names()),
         ("tasks", {c.task for c in configs}, TASKS),
@@ -56,8 +56,8 @@ def test_every_scheme_task_and_network_has_a_canary():
         assert not missing, f"{what} without a canary: {missing}{how}"
     from hcct_lite.deploy.defences.robust import AGGREGATORS
 
-    assert {c.aggregator for c in configs} == set(AGGREGATORS)
-    assert any(c.norm_limit > 0 for c in configs) and all(c.epochs <= 3 for c in configs)
+    assert {c.option("aggregator") for c in configs} == set(AGGREGATORS)
+    assert any(c.option("norm_limit") > 0 for c in configs) and all(c.epochs <= 3 for c in configs)
 
 
 def test_the_digest_sees_the_last_bit_of_one_update(monkeypatch):

@@ -241,7 +241,7 @@ def test_refactors_leave_results_reusable_and_a_bumped_version_does_not(done, mo
         ok, why = reuse_decision(str(path), cfg)
         used = {
             "DEFENCES_VERSION": provenance.uses_defences(cfg),
-            "AGGREGATORS_VERSION": cfg.aggregator != "mean",
+            "AGGREGATORS_VERSION": cfg.option("aggregator") != "mean",
         }.get(attr, where is not HCCT)
         assert ok is not used and (ok or f"is version {old}, now {old + 1}" in why), (attr, why)
         monkeypatch.setattr(where, attr, old)

@@ -193,3 +193,35 @@ def test_only_the_kernel_variables_a_file_names_are_set_and_checked(fresh, tmp_p
     assert (
         "(default kernels, " in done.stdout and "reproduces (all 3 epochs compared" in done.stdout
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "name the result files to rerun"),
+        (["--write"], "--write stores the canaries' numbers: use it with --canaries"),
+        (["--canaries", "x.json"], "--canaries reruns the canaries alone"),
+        (["--canaries", "--json", "out.json"], "--canaries reruns the canaries alone"),
+    ],
+)
+def test_verify_refuses_a_mix_of_results_and_canaries_in_one_line(args, message, capsys):
+    assert main(["verify", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_verify_canaries_passes_on_the_stored_numbers_and_fails_on_a_changed_one(
+    monkeypatch, capsys
+):
+    from hcct_lite.runs import canary
+
+    stored = canary.load_canaries()
+    monkeypatch.setattr(canary, "run_canaries", lambda: json.loads(json.dumps(stored)))
+    assert main(["verify", "--canaries"]) == 0
+    assert f"{len(stored)} canaries give the stored numbers" in capsys.readouterr().out
+    changed = json.loads(json.dumps(stored))
+    name = sorted(changed)[0]
+    changed[name]["digest"] = "0" * 64  # the same settings and version, other numbers
+    monkeypatch.setattr(canary, "run_canaries", lambda: changed)
+    assert main(["verify", "--canaries"]) == 1
+    assert name in capsys.readouterr().out

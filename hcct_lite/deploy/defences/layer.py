@@ -13,10 +13,12 @@ for a defence gets a :class:`Defence` from :func:`~hcct_lite.training.replies.de
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .norms import local_steps, norm_bound, update_norm
-from .robust import AGGREGATORS, Aggregator, check_aggregation, vouched_counts
+from .robust import AGGREGATORS, Aggregator, check_aggregation, is_number, vouched_counts
 
 __all__ = ["Defence", "NormRule", "check_config", "add_options"]
 
@@ -39,8 +41,25 @@ def add_options(p) -> None:
 
 
 def check_config(cfg) -> None:
-    """Raise ``ValueError`` naming the first aggregation setting of ``cfg`` out of range."""
-    check_aggregation(cfg.aggregator, cfg.clip_factor, cfg.trim_fraction)
+    """Raise ``ValueError`` naming the first defence setting of ``cfg`` out of range.
+
+    ``norm_limit`` 0 (off) or a factor >= 2; ``count_bound`` 0 (off) or a finite number
+    >= 1; the aggregation's settings as :func:`~.robust.check_aggregation` says.
+    """
+    limit, bound = cfg.option("norm_limit"), cfg.option("count_bound")
+    if not (is_number(limit) and math.isfinite(limit) and (limit == 0 or limit >= 2)):
+        raise ValueError(
+            f"norm_limit must be 0 (off) or a factor >= 2 (below 2, half of an even round "
+            f"could be rejected); got {limit!r}"
+        )
+    if not (is_number(bound) and (bound == 0 or 1 <= bound < math.inf)):
+        raise ValueError(
+            f"count_bound must be 0 (off) or a finite number >= 1 (a multiple of the median "
+            f"count); got {bound!r}"
+        )
+    check_aggregation(
+        cfg.option("aggregator"), cfg.option("clip_factor"), cfg.option("trim_fraction")
+    )
 
 
 class NormRule:
@@ -99,20 +118,23 @@ class Defence:
 
     def vouched(self, declared) -> np.ndarray:
         """(N,) the counts the federation vouches for (``count_bound``; 0: as declared)."""
-        return vouched_counts(declared, self.cfg.count_bound)
+        return vouched_counts(declared, self.cfg.option("count_bound"))
 
     def norm_rule(self, vouched):
         """The screen's :class:`NormRule` (``norm_limit``; 0: None), steps from ``vouched``."""
-        if self.cfg.norm_limit <= 0:
+        if self.cfg.option("norm_limit") <= 0:
             return None
-        return NormRule(self.cfg.norm_limit, local_steps(vouched, *self._steps()))
+        return NormRule(self.cfg.option("norm_limit"), local_steps(vouched, *self._steps()))
 
     def arm(self, scheme) -> None:
         """Give ``scheme`` the run's aggregator (a robust rule; FedAvg needs none)."""
         cfg = self.cfg
-        if cfg.aggregator != "mean":
+        if cfg.option("aggregator") != "mean":
             scheme.aggregator = Aggregator(
-                cfg.aggregator, cfg.clip_factor, cfg.trim_fraction, *self._steps()
+                cfg.option("aggregator"),
+                cfg.option("clip_factor"),
+                cfg.option("trim_fraction"),
+                *self._steps(),
             )
 
     def record(self, declared, vouched) -> dict:
@@ -123,8 +145,8 @@ class Defence:
         return {
             "vouched_counts": [int(v) for v in vouched],
             "vouched_counts_note": (
-                f"clients {cut} declared more samples than {self.cfg.count_bound:g} x the "
-                "federation's median count; their steps, clip, norm allowance and weight use "
+                f"clients {cut} declared more samples than {self.cfg.option('count_bound'):g} "
+                "x the federation's median count; their steps, clip, norm allowance and weight use "
                 "the vouched counts"
             ),
         }

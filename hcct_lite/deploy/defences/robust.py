@@ -73,7 +73,7 @@ AGGREGATORS = (
 _PARAMETERS = ("kind", "clip_factor", "trim_fraction", "batch_size", "local_epochs")
 
 
-def _number(x) -> bool:
+def is_number(x) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
 
@@ -85,12 +85,12 @@ def check_aggregation(kind, clip_factor, trim_fraction) -> None:
     """
     if not (isinstance(kind, str) and kind in AGGREGATORS):
         raise ValueError(f"aggregator must be one of {', '.join(AGGREGATORS)}; got {kind!r}")
-    if not (_number(clip_factor) and 1 <= clip_factor < math.inf):
+    if not (is_number(clip_factor) and 1 <= clip_factor < math.inf):
         raise ValueError(
             f"clip_factor must be a finite number >= 1 (a multiple of the median update); "
             f"got {clip_factor!r}"
         )
-    if not (_number(trim_fraction) and 0 <= trim_fraction < 0.5):
+    if not (is_number(trim_fraction) and 0 <= trim_fraction < 0.5):
         raise ValueError(f"trim_fraction must be in [0, 0.5); got {trim_fraction!r}")
 
 

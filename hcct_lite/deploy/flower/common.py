@@ -9,7 +9,8 @@ from pathlib import Path
 import torch
 from flwr.app import ArrayRecord
 
-from ...training.config import RunConfig, make_config
+from ...training.config import RunConfig, make_config, setting_names
+from .. import SETTINGS
 
 __all__ = [
     "SILO_FIELDS",
@@ -86,7 +87,7 @@ def config_from_run_config(run_config) -> RunConfig:
     task = names.pop("task", "rotated-digits")
     scheme = names.pop("scheme", "hcct")
     seed = int(names.pop("seed", 0))
-    known = set(RunConfig.__dataclass_fields__)
+    known = set(setting_names())
     # 0 (or a negative alpha) in the app's pyproject means "the task's default"
     overrides = {
         k: v
@@ -104,8 +105,8 @@ def config_from_run_config(run_config) -> RunConfig:
     return make_config(task, scheme, seed, **overrides)
 
 
-# The settings of a deployment's defence, as the run config names them (RunConfig fields)
-DEFENCE_SETTINGS = ("aggregator", "clip_factor", "trim_fraction", "norm_limit", "count_bound")
+# The settings of a deployment's defence (the deployment part's settings of a run)
+DEFENCE_SETTINGS = tuple(SETTINGS)
 
 
 def deployment_defence() -> dict:
@@ -119,7 +120,7 @@ def deployment_defence() -> dict:
     """
     app = Path(__file__).parent / "app" / "pyproject.toml"
     cfg = config_from_run_config(tomllib.loads(app.read_text())["tool"]["flwr"]["app"]["config"])
-    return {k: getattr(cfg, k) for k in DEFENCE_SETTINGS}
+    return {k: cfg.option(k) for k in DEFENCE_SETTINGS}
 
 
 def to_record(state: dict) -> ArrayRecord:
