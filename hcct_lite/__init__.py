@@ -1,17 +1,16 @@
 """hcct-lite: collaboration patterns in cross-silo federated learning.
 
-Implements HCCT (Sun, Kountouris and Zhang, arXiv 2401.13236) and its baselines. The names
-below are the public API, used by the notebooks, the docs and the README; they stay stable.
-The package is laid out by the paper's concepts, each layer importing only from those
-below it: :mod:`~hcct_lite.partition` (Algorithm 2 and problem P1) and
-:mod:`~hcct_lite.theory` (Theorem 1); :mod:`~hcct_lite.schemes` (HCCT and the baselines);
-:mod:`~hcct_lite.training` (data, models, local SGD and Algorithm 1's loop);
-:mod:`~hcct_lite.runs` (running, storing, reading and verifying runs);
-:mod:`~hcct_lite.reproduction` (the paper's grids, numbers and report);
-:mod:`~hcct_lite.lessons` (what the notebooks teach from); :mod:`~hcct_lite.viz` (figures
-and widgets). The optional parts sit apart, each behind its install extra:
-:mod:`~hcct_lite.deploy` (Flower, the defences, privacy), :mod:`~hcct_lite.gpu` and
-:mod:`~hcct_lite.ray` (:mod:`~hcct_lite.parts` says how the core finds them).
+HCCT (Sun, Kountouris and Zhang, arXiv 2401.13236) and its baselines. The names below are
+the stable public API. Each layer imports only from those listed before it:
+
+- :mod:`~hcct_lite.partition` (Algorithm 2, problem P1), :mod:`~hcct_lite.theory` (Theorem 1);
+- :mod:`~hcct_lite.schemes`: HCCT and the baselines;
+- :mod:`~hcct_lite.training`: data, models, local SGD and Algorithm 1's loop;
+- :mod:`~hcct_lite.runs`: running, storing, reading and verifying runs;
+- :mod:`~hcct_lite.reproduction`: the paper's grids, numbers and report;
+- :mod:`~hcct_lite.lessons` and :mod:`~hcct_lite.viz`: the notebooks' material and figures;
+- optional parts, each behind its extra: :mod:`~hcct_lite.deploy`, :mod:`~hcct_lite.gpu`
+  and :mod:`~hcct_lite.ray` (:mod:`~hcct_lite.parts` says how the core finds them).
 """
 
 from .partition import Partition, client_partition, optimal_partition, select_layer

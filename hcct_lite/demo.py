@@ -1,13 +1,8 @@
 """``make demo``: every scheme on ``rotated-digits``, the embedded task needing no download.
 
-scikit-learn's 8x8 digits are split over 8 clients whose images are rotated by 0, 90,
-180 or 270 degrees (two clients per rotation), so the right collaboration pattern is
-known: the four rotation pairs. The demo runs all schemes for 3 seeds (resuming from
-``runs/demo`` when re-run), prints the paper's Table IV and Table V layouts and the groups
-HCCT found, and saves a bar chart to ``figures/``.
-
-``python -m hcct_lite.demo --partition`` shows HCCT's client partition alone on synthetic
-updates and saves its dendrogram.
+Eight clients hold scikit-learn's 8x8 digits rotated by 0, 90, 180 or 270 degrees, two per
+rotation, so the right groups are known. :func:`training_demo` runs every scheme and prints
+Tables IV and V; ``--partition`` runs :func:`partition_demo` on synthetic updates alone.
 """
 
 from __future__ import annotations
@@ -24,7 +19,7 @@ TASK = "rotated-digits"
 
 
 def partition_demo(out: str, seed: int = 0) -> None:
-    """Print and draw the greedy partition of synthetic clustered updates."""
+    """Print and draw the greedy partition of synthetic clustered updates, and its dendrogram."""
     updates, sizes, truth = clustered_updates([4, 4, 2], dim=5_000, noise=0.6, seed=seed)
     print("A federation of 10 clients in 3 hidden clusters")
     print(f"  true cluster of each client: {truth.tolist()}")
@@ -68,7 +63,10 @@ def _save(fig, out, name):
 
 
 def training_demo(out: str, runs: str, seeds) -> None:
-    """Run every scheme on rotated-digits; print Table IV/V layouts and save a chart."""
+    """Run every scheme on rotated-digits; print Table IV/V layouts and save a chart.
+
+    A rerun resumes from the result files already in ``runs``.
+    """
     from .runs.results import save_tables
     from .runs.runner import run_grid
 

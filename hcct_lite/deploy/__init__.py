@@ -1,25 +1,12 @@
 """The deployment, an optional part: Flower apps, their defences, privacy, deploy tools.
 
-- :mod:`.flower`: the ServerApp and ClientApp on Flower's public API, reading replies, a
-  silo's data, the simulation.
-- :mod:`.defences`: the count bound, the norm rule and the robust aggregators, one layer
-  that a run adds only when its settings ask for it.
-- :mod:`.privacy`: DP-SGD at a silo (Opacus).
-- :mod:`.commands`: the subcommands ``flower-sim``, ``flower-run`` and ``silo-exec``.
-
-What needs Flower's private code lives here too, and each private use is a name of
-:mod:`.flower_internals`, the only module that imports one:
-
-- :mod:`.inline`: :class:`~.inline.InlineGrid`, every silo in one process (``flower-sim``'s
-  default engine), messages as the bytes a SuperLink stores.
-- :mod:`.silo_exec`: ``hcct-lite silo-exec``, a warm SuperExec for a silo, forking per task;
-  :mod:`.task_journal`: what it keeps of each task, to answer for one that died.
-- :mod:`.submit`: ``hcct-lite flower-run``, a run submitted and waited for.
-- :mod:`.processes`: processes a test or benchmark starts for a federation end with their
-  starter (:func:`~.processes.die_with_parent`).
-
-Flower is pinned to :data:`.flower_internals.TESTED_RANGE`; ``make flower-next`` runs the
-Flower tests against Flower's nightly build (docs/deploy.md).
+- :mod:`.flower`: the ServerApp and ClientApp on Flower's public API, and the simulation;
+- :mod:`.defences`: the count bound, the norm rule and the robust aggregators;
+- :mod:`.privacy`: DP-SGD at a silo (Opacus);
+- :mod:`.commands`: the subcommands ``flower-sim``, ``flower-run`` and ``silo-exec``;
+- :mod:`.inline`, :mod:`.silo_exec` with :mod:`.task_journal`, :mod:`.submit`: the tools
+  that need Flower's private code, each private use a name of :mod:`.flower_internals`;
+- :mod:`.processes`: a federation's processes end with their starter.
 """
 
 from __future__ import annotations

@@ -185,20 +185,10 @@ class Scheme:
     # deployment's defence layer sets a robust rule here where a run asks for one
     aggregator = None
     # whether a model trained by one client alone may be taken up by others later (cluster
-    # models): then the norm rule judges every reply, a loner's too
+    # models), and whether a loner's model is carried into the group it joins (HCCT): the
+    # deployment's norm rule then judges a loner's reply too (Defence.judges_loners)
     models_shared = False
-    # whether a loner's model is carried into the group it joins later (HCCT: a group
-    # starts from its members' models): then a robust rule's run judges loners too
     loners_rejoin = False
-
-    def judges_every_reply(self, aggregator: str) -> bool:
-        """Whether the norm rule judges every reply, a loner's too, under ``aggregator``.
-
-        Yes where every model may be taken up by others (``models_shared``), and, under a
-        robust rule, where a loner's model is carried into the group it joins
-        (``loners_rejoin``); FedAvg runs keep the rule the paper's grids ran under.
-        """
-        return self.models_shared or (self.loners_rejoin and aggregator != "mean")
 
     def average(
         self, states, starts, weights, sizes, members, *, epoch, reference=None, model=None

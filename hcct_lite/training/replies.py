@@ -271,10 +271,11 @@ class ScreenedBackend:
     cfg : RunConfig
         Reads ``aggregator`` (for the record).
     scheme : Scheme
-        Its ``judges_every_reply`` says whether a rule judges a loner's reply too.
+        Whose replies the defence's norm rule judges (``defence.judges_loners``).
     defence : object or None, default=None
         The defence layer: ``vouched(declared)`` the counts it vouches for,
-        ``norm_rule(vouched)`` the screen's rule (or None), ``record(declared, vouched)``
+        ``norm_rule(vouched)`` the screen's rule (or None), ``judges_loners(scheme)``
+        whether it judges a loner's reply too, ``record(declared, vouched)``
         what it adds to the result's ``aggregation``.
 
     Attributes
@@ -296,8 +297,8 @@ class ScreenedBackend:
         self.sizes = declared.copy() if defence is None else defence.vouched(declared)
         rule = None if defence is None else defence.norm_rule(self.sizes)
         self.screen = ReplyScreen(declared, rule)
-        # a loner's reply is judged where its model may be taken up by others
-        self.judge_loners = scheme.judges_every_reply(cfg.option("aggregator", "mean"))
+        # the norm rule judges a loner's reply where its model may be taken up by others
+        self.judge_loners = defence is not None and defence.judges_loners(scheme)
 
     def train(self, plan, lr: float, epoch: int) -> dict:
         """The accepted replies of the clients in ``plan.start``, trained at ``lr``."""

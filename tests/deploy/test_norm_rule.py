@@ -178,12 +178,17 @@ def test_a_client_alone_is_never_rejected_by_the_rule():
 
 
 def test_hccts_loners_are_judged_under_a_robust_rule_for_the_group_they_join_next():
+    from hcct_lite.deploy.defences.layer import Defence
     from hcct_lite.schemes.baselines import IFCA, Independent
     from hcct_lite.schemes.hcct import HCCT
 
-    assert HCCT(1.0).judges_every_reply("krum-mean") and not HCCT(1.0).judges_every_reply("mean")
-    assert not any(Independent().judges_every_reply(a) for a in ("mean", "median"))
-    assert IFCA(2).judges_every_reply("mean")  # cluster models: every reply, always
+    def judges(scheme, aggregator):
+        cfg = make_config("rotated-digits", "global", aggregator=aggregator, norm_limit=20.0)
+        return Defence(cfg).judges_loners(scheme)
+
+    assert judges(HCCT(1.0), "krum-mean") and not judges(HCCT(1.0), "mean")
+    assert not any(judges(Independent(), a) for a in ("mean", "median"))
+    assert judges(IFCA(2), "mean")  # cluster models: every reply, always
     # the sleeper: alone in epoch 0, a model whose classifier is turned and 1000 x as large,
     # then a copy of silo 1's update, so that silo 1's next group starts from its model
     guarded = _attacked("hcct", "sleeper", epochs=3, aggregator="krum-mean")

@@ -1,10 +1,9 @@
 """How a robust rule combines a group's clipped deltas: one function per rule.
 
-Each rule takes the members' clipped ``deltas`` (mappings name -> tensor), their weights
-``w`` (summing 1, capped by :func:`capped_weights`) and the
-:class:`~hcct_lite.deploy.defences.robust.Aggregator` (its parameters), and returns the combined
-delta. :data:`COMBINE` maps each robust ``aggregator`` name to its rule; the rules
-themselves are described in :mod:`hcct_lite.deploy.defences.robust`.
+Each rule takes the members' clipped ``deltas`` (name -> tensor), their weights ``w``
+(summing 1, capped by :func:`capped_weights`) and the
+:class:`~hcct_lite.deploy.defences.robust.Aggregator`, and returns the combined delta.
+:data:`COMBINE` maps each ``aggregator`` name to its rule (described in :mod:`.robust`).
 """
 
 from __future__ import annotations

@@ -109,8 +109,8 @@ class Defence:
     """What a run's defence settings add around it (``cfg``: a RunConfig).
 
     The core's :class:`~hcct_lite.training.replies.ScreenedBackend` asks it for the counts
-    it vouches for, the screen's rule and its record; the engine lets it :meth:`arm` the
-    scheme.
+    it vouches for, the screen's rule, whose replies that rule judges, and its record; the
+    engine lets it :meth:`arm` the scheme.
     """
 
     def __init__(self, cfg):
@@ -119,6 +119,16 @@ class Defence:
     def vouched(self, declared) -> np.ndarray:
         """(N,) the counts the federation vouches for (``count_bound``; 0: as declared)."""
         return vouched_counts(declared, self.cfg.option("count_bound"))
+
+    def judges_loners(self, scheme) -> bool:
+        """Whether the norm rule judges a loner's reply too, under ``scheme``.
+
+        Yes where every model may be taken up by others (``models_shared``), and, under a
+        robust rule, where a loner's model is carried into the group it joins
+        (``loners_rejoin``); FedAvg runs keep the rule the paper's grids ran under.
+        """
+        robust = self.cfg.option("aggregator") != "mean"
+        return scheme.models_shared or (scheme.loners_rejoin and robust)
 
     def norm_rule(self, vouched):
         """The screen's :class:`NormRule` (``norm_limit``; 0: None), steps from ``vouched``."""
