@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 __all__ = ["GridOptions"]
 
 
@@ -48,6 +50,12 @@ class GridOptions:
                 "gpu_precision": args.gpu_precision,
             }
         }
+        if args.batched_clients and str(args.device) == "cpu":
+            print(
+                "note: --batched-clients on the CPU trains every client at once, another "
+                "summation order: its results are stored and reused apart from the plain runs",
+                file=sys.stderr,
+            )
         asked = [
             (f, v)
             for f, v in (

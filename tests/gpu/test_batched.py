@@ -302,3 +302,14 @@ def test_a_grid_run_that_cannot_be_made_is_named():
     ]
     with pytest.raises(ValueError, match="^fmnist-network/x-seed0: model FMNISTNet cannot"):
         pending_jobs(jobs, "/nonexistent-folder", log=None)
+
+
+def test_reproduce_with_batched_clients_on_the_cpu_says_so_in_one_line(tmp_path, capsys):
+    from hcct_lite.cli import main
+
+    argv = ["reproduce", "--grids", "motivating", "--dry-run", "--no-report"]
+    assert main([*argv, "--out", str(tmp_path), "--batched-clients"]) == 0
+    err = capsys.readouterr().err
+    assert "note: --batched-clients on the CPU" in err and "stored and reused apart" in err
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    assert "--batched-clients" not in capsys.readouterr().err  # nothing said unasked
