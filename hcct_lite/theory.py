@@ -1,19 +1,9 @@
 """Theorems 1 and 2 of the paper made computable.
 
-No training here: :mod:`hcct_lite.lessons.gradient_similarity` checks the theorem's
-key assumption on real updates.
-
-With probability 1 - delta, client i's test error in group G is at most
-
-    4 L^2 / (delta mu D_G)  +  d_1(P_G, P_i)  +  lambda
-
-a *sample-size* term that shrinks as the group grows and a *divergence* term that grows
-as the group's data drift from the client's. HCCT's utility ``-alpha / D_G + cos(g_i,
-g_G)`` is its computable stand-in: ``alpha`` plays ``4 L^2 / (delta mu)`` and the
-update cosine stands in for (minus) the divergence, which the server cannot measure.
-
-Theorem 2 (convergence, Section VI) divides every term of its bound by
-``xi_T = sum_{t < T} eta^t``, the sum of the learning rates: :func:`learning_rate_sum`.
+Theorem 1 bounds a client's test error in a group by a *sample-size* term that shrinks as
+the group grows plus a *divergence* term (:func:`error_bound`); HCCT's :func:`utility` is
+its computable stand-in. Theorem 2 divides its bound by :func:`learning_rate_sum`. No
+training here (:mod:`hcct_lite.lessons.gradient_similarity` checks the key assumption).
 """
 
 from __future__ import annotations
@@ -83,6 +73,9 @@ def sample_term(group_size, lipschitz=1.0, mu=1.0, delta=0.1):
 
 def error_bound(group_size, divergence, lipschitz=1.0, mu=1.0, delta=0.1, lam=0.0):
     """Theorem 1's bound on a client's test error in a group of ``group_size`` samples.
+
+    With probability 1 - delta, client i's test error in group G is at most
+    ``4 L^2 / (delta mu D_G) + d_1(P_G, P_i) + lambda``.
 
     Parameters
     ----------
@@ -170,6 +163,9 @@ def alpha_equivalent(lipschitz=1.0, mu=1.0, delta=0.1):
 
 def utility(alpha, group_size, cosine):
     """HCCT's utility ``-alpha / D_G + cos`` of a client in a group.
+
+    Theorem 1's computable stand-in: ``alpha`` plays ``4 L^2 / (delta mu)``, and the update
+    cosine stands in for minus the divergence, which the server cannot measure.
 
     Parameters
     ----------

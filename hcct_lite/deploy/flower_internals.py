@@ -1,19 +1,9 @@
 """Every use of Flower's private code in hcct-lite, named once, on the Flower range it is tested on.
 
-Flower's public API (``flwr.app``, ``flwr.clientapp``, ``flwr.serverapp``,
-``flwr.simulation``) is all :mod:`hcct_lite.deploy.flower` uses. Three tools need more: the
-in-process grid (:mod:`.inline`: a message made into the bytes a SuperLink stores and back),
-the silo's warm executor (:mod:`.silo_exec` and :mod:`.task_journal`: Flower's SuperExec
-loop with a forking executor, a task's pull and push recorded, an error reply for a task
-that died) and ``hcct-lite flower-run`` (:mod:`.submit`: a run's status from the SuperLink's
-Control API). Each thing they take from Flower's internals is a function or a name of this
-module, and nothing else in the package imports a private Flower module or writes a private
-attribute of a Flower object (``tests/architecture/test_architecture.py`` checks both).
-
-Private code changes without notice, so the dependency is pinned to :data:`TESTED_RANGE`
-(``pyproject.toml`` and ``environment.yml``). A Flower outside it is warned about once, on
-the first import of this module; ``make flower-next`` runs the Flower tests against Flower's
-nightly build in a separate environment, to learn before a release what breaks here.
+:mod:`.inline`, :mod:`.silo_exec` with :mod:`.task_journal`, and :mod:`.submit` need more
+than Flower's public API. Each private thing they take is a name of this module; nothing
+else imports a private Flower module (``tests/architecture/test_architecture.py`` checks).
+Private code changes without notice, so Flower is pinned to :data:`TESTED_RANGE`.
 """
 
 from __future__ import annotations
@@ -64,6 +54,7 @@ __all__ = [
 ]
 
 # The Flower releases hcct-lite is tested on: (lowest, first excluded), as (major, minor).
+# pyproject.toml and environment.yml pin the same; ``make flower-next`` tries the next Flower.
 TESTED_RANGE = ((1, 42), (1, 43))
 FLOWER_REQUIREMENT = "flwr[simulation]>={}.{},<{}.{}".format(*TESTED_RANGE[0], *TESTED_RANGE[1])
 

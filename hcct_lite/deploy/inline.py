@@ -1,11 +1,9 @@
 """Flower's Message API in one process: a Grid whose nodes are ClientApps called in place.
 
-``hcct-lite flower-sim``'s default engine. The ServerApp's work (:func:`run_on_grid`) and
-the ClientApp (its handlers and mods) are the ones a deployment runs, and every message
-and reply travels as a deployment sends it: deflated to the bytes a SuperLink stores and
-inflated again, so neither side can touch the other's objects. Only the transport is
-replaced: no SuperLink, no Ray, no process per message, so a federation runs about as fast
-as ``hcct-lite run``. Flower's own simulation engine stays available (``--engine ray``).
+``hcct-lite flower-sim``'s default engine. The ServerApp's work
+(:func:`~hcct_lite.deploy.flower.server.run_on_grid`) and the ClientApp are a deployment's.
+Every message travels as the bytes a SuperLink stores, so neither side touches the other's
+objects. Only the transport is replaced: no SuperLink, no Ray, no process per message.
 """
 
 from __future__ import annotations

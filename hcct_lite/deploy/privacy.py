@@ -1,20 +1,9 @@
 """DP-SGD at the silo, with Opacus: per-sample clipping, Gaussian noise, an accountant.
 
-A trained model says much about the data it was trained on: one training message carrying
-a crafted model gives the server back whole training images (docs/deploy.md, "What a
-server can learn"). DP-SGD (Abadi et al., 2016) bounds what any one sample can change: each
-sample's gradient is clipped to ``max_grad_norm``, Gaussian noise of standard deviation
-``noise_multiplier x max_grad_norm`` is added to every batch's sum, and batches are drawn
-by Poisson sampling, so that Opacus' RDP accountant can say how much the silo has spent:
-``(epsilon, delta)``-differential privacy for every sample of the silo, over every training
-message of the run together.
-
-Off by default: a silo turns it on in its node config (``dp-noise-multiplier``). Its
-accounting lives in the node's context, so it adds up over the run's messages; with
-``dp-max-epsilon`` the silo refuses a training that would spend more than that. A DP silo
-reports 0 for its training loss and accuracy: they are exact functions of its data, which
-DP-SGD does not cover (ten of them read the label histogram). Its evaluation answers are not
-covered either (``max-evaluations`` limits them).
+A crafted model in one training message can give the server back whole training images
+(docs/deploy.md, "What a server can learn"). DP-SGD (Abadi et al., 2016) bounds what any
+one sample can change, and Opacus' RDP accountant adds up the silo's (epsilon, delta) over
+the run. Off by default: a silo turns it on in its node config (``dp-noise-multiplier``).
 """
 
 from __future__ import annotations
@@ -100,8 +89,8 @@ def epsilon(history, delta: float) -> float:
 
     accountant = RDPAccountant()
     accountant.history = [tuple(h) for h in history]
-    # whole orders only: Opacus' fractional ones take seconds per message for a bound a
-    # little tighter; any set of orders gives a valid one
+    # whole orders only: Opacus' fractional ones are slow for a bound a little tighter;
+    # any set of orders gives a valid one
     return float(accountant.get_epsilon(delta, alphas=RDP_ORDERS)) if history else 0.0
 
 
@@ -120,9 +109,11 @@ def private_train(
 
     ``seed`` seeds the Poisson sampling and the noise; ``history`` is what the silo spent
     before (``[(noise_multiplier, sample_rate, steps), ...]``). Returns ``(LocalResult,
-    history now, epsilon now)``; the result's loss and accuracy are 0 (withheld). Raises
-    ``PermissionError`` if the training would spend more than ``max_epsilon``, and
-    ``ValueError`` for a model DP-SGD cannot train per sample (batch norm).
+    history now, epsilon now)``. The result's loss and accuracy are 0 (withheld): they are
+    exact functions of the data, which DP-SGD does not cover (ten of them read the label
+    histogram). Raises ``PermissionError`` if the training would spend more than
+    ``max_epsilon``, and ``ValueError`` for a model DP-SGD cannot train per sample (batch
+    norm).
     """
     from opacus import GradSampleModule
     from opacus.data_loader import DPDataLoader

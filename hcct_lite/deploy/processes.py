@@ -1,10 +1,8 @@
 """Processes a deployment starts (SuperLink, SuperNodes, executors) that end with their starter.
 
-A test or a benchmark that starts a federation starts each process in a session of its own
-(so that killing it kills the apps it spawned); if the starter is itself killed (a CI
-timeout, SIGKILL), nothing would stop them. :func:`die_with_parent` asks Linux to kill such a
-process when its parent dies; the apps a SuperNode spawns end by themselves once it is gone
-(Flower passes them its ``--parent-pid``).
+A federation's processes each run in a session of their own, so a starter killed by
+SIGKILL would leave them running. :func:`die_with_parent` asks Linux to kill such a process
+when its parent dies; a SuperNode's apps end with it (Flower passes them ``--parent-pid``).
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """``hcct-lite silo-exec``: a warm SuperExec for one silo's SuperNode.
 
-A SuperNode in Flower's default ``subprocess`` isolation starts ``flower-superexec``, which
-starts a fresh ``flwr-clientapp`` process for every message: each message pays Python's
-start-up and the import of torch, Flower and hcct-lite (``benchmarks/bench_flower.py``
-measures what that costs a round). With ``flower-supernode --isolation
-process`` the silo runs its own SuperExec instead, and ``silo-exec`` is one: Flower's
-SuperExec loop (the same task acquisition, tokens and TLS), whose executor has done those
-imports once and forks a child for each ClientApp task. The child runs Flower's own
-``flwr-clientapp`` code with the task's token, then exits, so every message still runs in
-a fresh process (nothing a message leaves in memory reaches the next) and Flower's
-Context carries the silo's state as before; only the start-up is paid once.
-
-A task that dies without replying is answered for (an error reply, then its status), so
-that the SuperNode serves its next message at once instead of after Flower's token expiry
-(about 60 s): see :mod:`.task_journal`. That covers a task ended for running past
-``--max-task-seconds``, a task killed by the kernel, and the task of an executor that was
-killed, once a new ``silo-exec`` starts for the same SuperNode.
-
-POSIX only (``os.fork``). Tasks other than a ClientApp (none reach a SuperNode today) are
-started as Flower starts them.
+Flower's default isolation starts a fresh ``flwr-clientapp`` per message, paying the import
+of torch, Flower and hcct-lite each time. Under ``--isolation process``, ``silo-exec`` runs
+Flower's SuperExec loop with those imports done and forks a child per ClientApp task. A
+task that dies without replying is answered for (:mod:`.task_journal`). POSIX only.
 """
 
 from __future__ import annotations
@@ -82,6 +67,10 @@ def _reaped(pid: int, started: float, max_task_seconds: float) -> bool:
 
 class ForkExecutor(flower.SubprocessExecutor):
     """Flower's SuperExec executor, but each ClientApp task runs in a fork of this process.
+
+    The child runs Flower's own ``flwr-clientapp`` code with the task's token, then exits:
+    nothing a message leaves in memory reaches the next, and Flower's Context carries the
+    silo's state.
 
     Parameters
     ----------

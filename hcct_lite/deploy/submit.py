@@ -1,10 +1,8 @@
 """``hcct-lite flower-run``: submit a run to a SuperLink and wait for its outcome.
 
-``flwr run`` returns as soon as the SuperLink has accepted the run, with status 0 even if
-the ServerApp then fails. This wrapper submits the run with ``flwr run``, asks the
-SuperLink for the run's status every second until the run has finished (what ``flwr ls``
-asks, from this process, without starting a ``flwr ls`` process each time), and returns 0
-only if it completed.
+``flwr run`` returns once the SuperLink has accepted the run, with status 0 even if the
+ServerApp then fails. This wrapper submits with ``flwr run``, asks the SuperLink for the
+run's status until it has finished (as ``flwr ls`` would), and returns 0 only if it completed.
 """
 
 from __future__ import annotations

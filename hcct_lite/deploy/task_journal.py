@@ -1,22 +1,9 @@
 """What ``silo-exec`` keeps of each ClientApp task, so that it can answer for one that died.
 
-Flower's SuperNode handles one message at a time: it takes the next message from the
-SuperLink only once the task of the last one has replied. A task process that dies without
-replying (killed with its executor, ended for running past ``--max-task-seconds``, killed by
-the kernel for memory) leaves the SuperNode waiting until the task's token expires, two
-missed 30-s heartbeats later; only then does it send an error reply for it. For that minute
-the silo answers nothing, so with a 30-s round timeout it misses the next epoch too.
-
-The journal closes that gap. Each task writes its token and, once it has pulled it, the
-message it works on into a private folder of the silo; when the executor reaps a task that
-ended without replying, or finds at its start a task left by an executor that was killed,
-it answers for that task as Flower's own ClientApp process answers a task that raised: an
-error reply to the message ("the ClientApp task died"), then the task's status, failed. The
-SuperNode takes its next message at once. A task that died before taking its message
-takes it first, with its own token, and is answered for alike (otherwise the message would
-wait for a task that no longer exists).
-
-One executor per SuperNode: the folder holds a lock for as long as its executor lives.
+A SuperNode takes its next message only once the last task has replied. A task that dies
+without replying leaves it waiting until the token expires, so the silo misses a round
+too. Each task records its token and message here, and the executor answers for a dead one
+as Flower answers a task that raised (:meth:`TaskJournal.settle`).
 """
 
 from __future__ import annotations
@@ -74,7 +61,8 @@ class TaskJournal:
         is refused with a ``ValueError`` naming it (:func:`hcct_lite.runs.files.private_folder`),
         and its mode is never changed.
 
-    Every file is opened through the folder's descriptor, without following links.
+    Every file is opened through the folder's descriptor, without following links. One
+    executor per SuperNode: the folder holds a lock for as long as its executor lives.
     """
 
     def __init__(self, folder):
@@ -188,8 +176,10 @@ class TaskJournal:
     def settle(self, pid: int, connect) -> str | None:
         """Answer for the ended task ``pid`` if it did not reply; forget its record.
 
-        ``connect(token)`` returns a Flower ``RuntimeHttpClient`` authenticated as the task.
-        Returns None if the task had replied, else what was done, in words.
+        The answer is an error reply to the task's message, then its status, failed; the
+        SuperNode then takes its next message at once. ``connect(token)`` returns a Flower
+        ``RuntimeHttpClient`` authenticated as the task. Returns None if the task had
+        replied, else what was done, in words.
         """
         record = self.read(pid)
         try:

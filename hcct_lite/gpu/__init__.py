@@ -1,14 +1,14 @@
-"""GPU speed, an optional part: many clients at once, CUDA graphs, one queue per card.
+"""GPU speed, an optional part: many clients at once, CUDA graphs, one queue per GPU.
 
 - :mod:`.batched`: every client of an epoch trained at once on stacked networks
   (:mod:`.stacked`), setting ``batched_clients``; ``gpu_precision`` picks its arithmetic.
 - :mod:`.graphs`: each local step replayed as a CUDA graph, setting ``cuda_graphs``.
-- :mod:`.queue`: ``reproduce --device cuda``, every grid's runs in one queue on one card.
+- :mod:`.queue`: ``reproduce --device cuda``, every grid's runs in one queue on one GPU.
 - :mod:`.conclusions`: whether a faster path's set of results keeps the shipped conclusions.
 - :mod:`.options`: ``reproduce``'s GPU switches (``--cuda-graphs``, ``--batched-clients``, ...).
 
-The core finds this part through its entry point (:mod:`hcct_lite.parts`). Install it
-with the extra ``gpu``; a CUDA build of torch is all it needs.
+Install it with the extra ``gpu`` (a CUDA build of torch); the core finds it through its
+entry point (:mod:`hcct_lite.parts`).
 """
 
 from __future__ import annotations

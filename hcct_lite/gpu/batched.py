@@ -1,24 +1,9 @@
 """Local SGD of every client of an epoch at once (``batched_clients``): far larger kernels.
 
-On a GPU a batch-64 step of these small networks is dozens of small kernels, and a card
-running one client after another sits mostly idle (results/README.md). This trainer runs the
-clients' steps together on their stacked networks
-(:func:`~hcct_lite.gpu.stacked.stacked_network`): each layer of k clients is one kernel
-over k batches.
-
-What stays as in :class:`~hcct_lite.training.local.SGDTrainer`: each client's batches (the
-same shuffling streams, so the same samples in the same order), its learning rate, its
-plain SGD step on its own mean loss, the skipped one-sample batch under batch norm, its
-returned state, update and statistics. What changes is the float arithmetic (another
-summation order in the grouped kernels; with ``gpu_precision`` TF32 products or bf16
-activations) and dropout's draws (one stream for the clients trained together). So a run
-is another computation, chosen by its setting and stored as such.
-
-Clients in one step must have batches of one size where batch norm reads the batch; a
-model with batch norm trains each group of clients of one data size together. Without
-batch norm every client trains together: a shorter batch is padded with samples of weight
-zero (they change neither a loss nor a gradient), and clients are ordered by their number
-of steps so that those still training are always the first k (a view, not a copy).
+A step of these small networks is dozens of small kernels, which leave a GPU mostly idle
+when clients train one after another. :class:`BatchedSGDTrainer` runs the clients' steps
+together on their stacked networks (:func:`~hcct_lite.gpu.stacked.stacked_network`): each
+layer of k clients is one kernel over k batches.
 """
 
 from __future__ import annotations
@@ -92,6 +77,10 @@ class BatchedSGDTrainer:
     Same parameters and results as :class:`~hcct_lite.training.local.SGDTrainer`, plus
     ``gpu_precision`` (one of :data:`GPU_PRECISIONS`; on a GPU only).
 
+    Each client keeps SGDTrainer's batches, learning rate, SGD step on its own mean loss
+    and skipped one-sample batch. The float arithmetic (summation order, TF32 or bf16) and
+    dropout's draws differ, so a run is another computation, stored as such.
+
     Raises
     ------
     ValueError
@@ -136,7 +125,11 @@ class BatchedSGDTrainer:
         return {i: out[i] for i in sorted(starts)}
 
     def _cohorts(self, starts, clients) -> list:
-        """Clients that step together, each list in order of steps (most first)."""
+        """Clients that step together, each list in order of steps (most first).
+
+        Under batch norm a step's batches must be of one size, so clients of one data size
+        step together. Without it every client does: a shorter batch is padded at weight 0.
+        """
         size = {i: int(clients[i].y_train.shape[0]) for i in starts}
         order = sorted(starts, key=lambda i: (-size[i], i))
         if not self.has_batchnorm:  # padding is harmless: one cohort

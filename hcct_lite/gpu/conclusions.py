@@ -1,18 +1,8 @@
 """Whether another set of GPU results keeps the conclusions of the shipped one.
 
-A faster way of computing (batched clients, other float arithmetic) may move numbers but not
-conclusions. :func:`compare_sets` reads a grid set (a scratch folder of ``reproduce``) beside
-the shipped results and judges, grid by grid:
-
-- Table IV (``schemes-digit``, ``schemes-cifar10``): each scheme's mean over seeds, final and
-  best epoch, lies within the shipped runs' seed spread (their lowest to highest seed);
-- every claim notebook 04 checks on the grid (:func:`~hcct_lite.lessons.shipped.scheme_claims`,
-  :func:`~hcct_lite.reproduction.figure_checks.figure_claims`) says the same of both sets.
-
-A grid missing from the new set, or holding fewer runs than the shipped one, is reported as
-such and judged on nothing: a conclusion is never read off part of a grid. The settings in
-which the two sets' runs differ (beyond how they ran) are listed with the verdicts, and a
-reference folder without the grid is an error, never a verdict.
+A faster way of computing (batched clients, other float arithmetic) may move numbers but
+not conclusions. :func:`compare_sets` judges a grid set (a scratch folder of ``reproduce``)
+against the shipped results, grid by grid.
 """
 
 from __future__ import annotations
@@ -92,11 +82,12 @@ def settings_apart(new, ref) -> list:
 
 
 def compare_sets(new_dir: str, ref_dir: str = "results", grids=None) -> dict:
-    """Grid -> its verdicts (module doc).
+    """Grid -> its verdicts, the new set in ``new_dir`` against the one in ``ref_dir``.
 
-    Each grid's ``status`` (complete, missing or ``k of n runs``), and for a complete grid
-    ``claims`` (:func:`claims_agree`) and, for a Table IV grid, ``table4``
-    (:func:`table4_spread`).
+    Each grid's ``status`` (complete, missing or ``k of n runs``). A complete grid also has
+    ``settings`` (:func:`settings_apart`), ``claims`` (:func:`claims_agree`: notebook 04's
+    claims) and, for a Table IV grid, ``table4`` (:func:`table4_spread`). An incomplete grid
+    is judged on nothing; a reference folder without the grid is an error.
     """
     out = {}
     for grid in grids or [*TABLE4_GRIDS, *FIGURE_GRIDS]:

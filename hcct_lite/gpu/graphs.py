@@ -1,17 +1,9 @@
 """Local SGD with each step's forward and backward pass replayed as one CUDA graph.
 
-A Digit client takes 3 steps per local epoch, each of dozens of small kernels: a process
-alone on a GPU spends most of its time launching them (what graphs gain is measured by
-``benchmarks/bench_gpu_steps.py``; results/README.md). :class:`GraphedSGDTrainer` records
-a step (forward, loss, backward, the batch's statistics) once per batch size and replays
-it, so a step is a few launches. The SGD update stays eager, the very call of
-:class:`~hcct_lite.training.local.SGDTrainer`, and the graph runs the same kernels, so a run
-computes what the eager one does (GPU runs are not bit-reproducible either way: cuDNN's
-backward sums in no fixed order).
-
-The workspace model's parameters and buffers keep their addresses (``load_state`` copies
-into them), which is what a replay needs; a graph is recorded before a client's state is
-loaded, since recording runs the step for real.
+A step of these small networks is dozens of small kernels, and launching them dominates
+on a GPU. :class:`GraphedSGDTrainer` records a step once per batch size and replays it.
+The SGD update stays eager and the graph runs the same kernels, so a run computes what the
+eager one does (neither is bit-reproducible on a GPU: cuDNN's backward sums in no fixed order).
 """
 
 from __future__ import annotations
@@ -40,7 +32,9 @@ class _StepGraph:
 class GraphedSGDTrainer(SGDTrainer):
     """:class:`SGDTrainer` whose steps replay CUDA graphs, one per batch size and input shape.
 
-    Same parameters as :class:`SGDTrainer`; ``device`` must be a CUDA device.
+    Same parameters as :class:`SGDTrainer`; ``device`` must be a CUDA device. A replay
+    needs the workspace model's parameters and buffers to keep their addresses, which
+    ``load_state`` does by copying into them.
 
     Raises
     ------
@@ -89,9 +83,10 @@ class GraphedSGDTrainer(SGDTrainer):
 
         The batch: ``b`` inputs of ``shape`` and ``dtype``, and their labels.
 
-        Recording changes the workspace's batch-norm statistics, never a client's state:
-        the caller loads that afterwards. Every graph draws on one memory pool: they never
-        run at once, and a graph's gradients are read before the next replay.
+        Recording runs the step for real: it changes the workspace's batch-norm statistics,
+        never a client's state, which the caller loads afterwards. Every graph draws on one
+        memory pool: they never run at once, and a graph's gradients are read before the
+        next replay.
         """
         xb = torch.zeros((b, *shape), dtype=dtype, device=self.device)
         yb = torch.zeros(b, dtype=torch.int64, device=self.device)

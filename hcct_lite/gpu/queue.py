@@ -1,28 +1,9 @@
 """Many runs sharing one GPU: one queue over every grid, longest first, admitted by memory.
 
-``reproduce --device cuda --workers W`` (with ``--deadline`` and ``--run-log`` on a short
-lease) runs its jobs through :func:`run_queue`:
-the same job function and result files as every other runner
-(:func:`~hcct_lite.runs.jobs.run_job`, in spawned processes of one torch thread); only
-the order and the admission differ, so that the card neither runs out of memory nor sits
-half idle while a grid's last long runs finish:
-
-- runs go longest first (:func:`job_work`), whatever grid they belong to;
-- a run starts only while the memory the runs in flight are expected to take, plus its own,
-  fits the card (:func:`memory_estimate`: a model's measured peaks or a prior, replaced by
-  the largest peak per client measured so far for that model), or alone when nothing is in
-  flight;
-- a run that fails (out of memory, a worker killed) goes back to the queue once;
-- with a ``deadline``, no run starts after it, nor one whose expected time (from the runs
-  finished so far) ends after it, and runs still going a minute after it are stopped.
-
-Each finished or failed run can be logged as one JSON line (name, clients, start, end,
-runs in flight, peak memory), from which results/README.md's utilisation tables come.
-
-The same memory model sizes a run's share of a card on Ray (:func:`gpu_share`), and every
-worker, a pool's or Ray's, hands its cached memory back after each run
-(:func:`release_gpu_cache`). Ray schedules across machines; this queue is what one machine
-without a Ray cluster (a lent GPU machine has no Ray and no internet to install it) runs.
+``reproduce --device cuda --workers W`` runs its jobs through :func:`run_queue`, with the
+same job function and result files as every other runner. Only the order and the admission
+differ, so that the GPU neither runs out of memory nor sits half idle. On Ray, the same
+memory model sizes a run's share of a GPU (:func:`gpu_share`).
 """
 
 from __future__ import annotations
@@ -56,10 +37,10 @@ BASE_GB = 1.5
 # Copies of a client's model a run keeps on the card: its state, start, update, gradient,
 # the stacked step's tensors and the aggregation's (GB per client per GB of weights).
 COPIES = 8
-# Peaks measured on a card (an H200, results/README.md): model -> (GB of the run itself,
-# GB per client). Models not here start from a prior (:func:`memory_estimate`).
+# Known peaks (results/README.md): model -> (GB of the run itself, GB per client).
+# Models not here start from a prior (:func:`memory_estimate`).
 MEASURED_GB = {"digit_cnn": (3.5, 0.29)}
-# The card a share of one GPU is sized for when none is here to ask (an H100's 80 GB).
+# The GPU memory (GB) a share of one GPU is sized for when none is here to ask.
 CARD_GB = 80.0
 
 
@@ -204,6 +185,11 @@ def run_queue(
     jobs, out_dir: str, device: str, opts: QueueOptions, say=print, work=run_and_measure
 ) -> list:
     """Run ``jobs`` on the GPU ``device``; return the names of those that failed or never ran.
+
+    Runs go longest first (:func:`job_work`), whatever their grid. A run starts only while
+    its :func:`memory_estimate` and those of the runs in flight fit, or alone. A run that
+    fails (out of memory, a worker killed) goes back to the queue once. With a deadline, no
+    run starts whose expected time (from the runs so far) ends after it.
 
     Every job is run, whatever its file holds: the caller decides what is pending. ``work``
     is what a worker calls with ``(job, out_dir, device)`` (:func:`run_and_measure`); a

@@ -1,22 +1,9 @@
 """Stacked networks: many clients' copies of one network as one.
 
-A network whose forward pass uses only convolutions, fully connected layers, batch norm
-and per-channel or per-element functions (ReLU, pooling, dropout, ``flatten(1)``) can run
-k clients' weights at once. The clients sit side by side in the channel dimension: k
-clients' batches of B images of C channels are one (B, k*C, H, W) tensor, and k clients'
-features one (B, k*F) tensor. On that layout
-
-- k convolutions are one grouped convolution (a group per client);
-- k fully connected layers are one batched matrix product;
-- k batch norms are one batch norm over k*C channels: each channel's batch statistics and
-  running statistics are its own client's, as in the client's own network;
-- ReLU, pooling, dropout and ``flatten(1)`` act per channel or per element, so the model's
-  own ``forward`` runs unchanged (``flatten(1)`` of client c's (C, H, W) block is its own
-  C*H*W features, in the same order).
-
-:func:`stacked_network` builds that network from a model, :func:`call_tensor` gives it k
-clients' tensors and :func:`client_inputs` their batches. A model whose ``forward`` mixes
-clients (a softmax over dimension 1, say) declares ``stackable`` False and is refused.
+k clients sit side by side in the channel dimension: their batches are one (B, k*C, H, W)
+tensor. Then k convolutions are one grouped convolution, k linear layers one batched
+product and k batch norms one over k*C channels. ReLU, pooling, dropout and ``flatten(1)``
+act per channel or element, so the model's own ``forward`` runs unchanged.
 """
 
 from __future__ import annotations
@@ -43,11 +30,12 @@ _LEAVES = (nn.Conv2d, nn.Linear, nn.BatchNorm1d, nn.BatchNorm2d, nn.Dropout)
 
 
 def check_stackable(model: nn.Module) -> None:
-    """Raise ``ValueError`` unless ``model`` can train many clients at once (module doc).
+    """Raise ``ValueError`` unless ``model`` can train many clients at once.
 
-    ``model.stackable`` must be True (its ``forward`` keeps clients apart), every layer
-    with weights a convolution, a fully connected layer or a batch norm with running
-    statistics and a momentum, and every convolution zero-padded.
+    ``model.stackable`` must be True: its ``forward`` keeps clients apart (a softmax over
+    dimension 1 would mix them). Every layer with weights must be a convolution, a fully
+    connected layer or a batch norm with running statistics and a momentum, and every
+    convolution zero-padded.
     """
     name = type(model).__name__
     if not getattr(model, "stackable", False):
@@ -90,7 +78,7 @@ class _StackedLinear(nn.Linear):
     @override
     def forward(self, x):
         # W X^T, not X W^T: the weight's gradient then has the weight's layout, so the SGD
-        # update stays on torch._foreach_add_'s fast path (1.04-1.10x a Digit step, H200)
+        # update stays on torch._foreach_add_'s fast path
         k, b = self.weight.shape[0], x.shape[0]
         xt = x.reshape(b, k, self.in_features).permute(1, 2, 0)  # (k, in, B)
         w = self.weight

@@ -1,10 +1,8 @@
 """The right answers of the practice exercises (01-05), each computed from the mode's data.
 
-Every function here builds its own data from the library and the mode ``HCCT_MODE`` names,
-as the notebook built it (the same seeds, files and settings): never from a student's
-variables, which a student may have changed (``new = sizes; new[0] = 180`` changes
-``sizes`` too). The data a notebook retrains in ``quick`` mode are read back from the run
-cache the notebook filled, so a reference costs seconds at most.
+Each function builds its data as the notebook did (same seeds, files and settings), never
+from a student's variables, which a student may have changed (``new = sizes; new[0] = 180``
+changes ``sizes`` too). In ``quick`` mode, retrained data come from the notebook's run cache.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
 """How an answer is judged: one rule for every check and every hidden test.
 
-An answer is first read as the kind the exercise asks for, whatever type a student typed
-it in (a Python or NumPy scalar or boolean, a one-element list or array, a number as a
-string, ...); anything that cannot be read so is *unreadable* and gets a sentence saying
-what is wanted, never a traceback. A readable answer is then compared with the right one:
-
-- ``number``: right when it is within half a unit of the last decimal the exercise asks
-  for (``decimals``): what rounding to that precision leaves, so the value the notebook
-  prints is right, and so is any more precise one;
-- ``integer``: exactly the right whole number (a question with a boundary, such as "the
-  smallest group size that pays", has one right answer and its neighbours are wrong);
-- ``bool``: ``True`` or ``False`` (also NumPy's, or the words ``"true"``/``"false"``);
-- ``choice``: one of ``options``, compared without case, spaces, ``-`` or ``_``;
-- ``set``: the right items in any order; ``sequence``: the right items in the right order
-  (items are whole numbers or names; a pair ``(1, 2)`` reads as the name ``"(1,2)"``).
-
-Only base-class methods read strings and numbers, so a subclass that lies about its value
-is read as what it holds.
+An answer is first read as the kind the exercise asks for (:func:`read_answer`), whatever
+type a student typed it in; one that cannot be read gets a sentence saying what is wanted,
+never a traceback. A readable answer is then compared with the right one (:func:`judge`).
 """
 
 from __future__ import annotations
@@ -186,6 +172,8 @@ def read_answer(kind: str, answer, options: tuple = ()):
     """``answer`` read as ``kind`` (float, bool, name or list of names).
 
     Raises :class:`Unreadable`, saying what was given and what is wanted, for anything else.
+    Only base-class methods read strings and numbers, so a subclass that lies about its
+    value is read as what it holds.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown kind of answer {kind!r}; one of {KINDS}")
@@ -218,6 +206,10 @@ def judge(kind: str, answer, right, decimals: int | None = None, options: tuple 
 
     ``decimals`` (a ``number``'s precision) sets the tolerance: half a unit of the last
     decimal, plus a millionth of that for the float noise of the answer's own arithmetic.
+    So the value the notebook prints is right, and so is any more precise one. An
+    ``integer`` must be exact: a boundary question has one right answer. A ``set`` is
+    compared in any order, a ``sequence`` in order; a ``choice`` ignores case, spaces,
+    ``-`` and ``_``.
     """
     try:
         given = read_answer(kind, answer, options)

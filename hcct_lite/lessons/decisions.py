@@ -1,9 +1,8 @@
 """HCCT's decisions on shipped runs: which groups it formed, epoch by epoch, and how stable.
 
-The groups of every epoch are stored in each run's history, so the decisions can be read
-back without retraining: :func:`decision_runs` loads one HCCT run per task, and
-:func:`truth_agreement` / :func:`consecutive_agreement` score the partitions with the
-adjusted Rand index (1: identical partitions; about 0: no more alike than chance).
+Each run's history stores every epoch's groups, so no retraining is needed:
+:func:`decision_runs` loads one HCCT run per task, and :func:`truth_agreement` and
+:func:`consecutive_agreement` score partitions with the adjusted Rand index.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The federation designer's logic, without widgets (:func:`hcct_lite.federation_designer`).
 
 A student describes 3 to 8 silos of scikit-learn's 8x8 digits (sample count, label mix,
-rotation); :class:`Designer` builds them, trains each one epoch from a common model (the
-update HCCT partitions at epoch 1), and returns everything the designer draws: label
-histograms, update cosines, HCCT's partition with each client's utility, and Theorem 1's
-two terms for one client. Each silo's data and update depend on its own settings only, so
-they are cached per silo: moving one control retrains one silo, and moving alpha retrains
-none. Silos draw their samples independently, so two silos may share a digit image.
+rotation). :class:`Designer` trains each one epoch from a common model and returns what the
+designer draws: label histograms, update cosines, HCCT's partition and Theorem 1's terms.
 """
 
 from __future__ import annotations
@@ -166,6 +162,10 @@ def label_counts(silo: Silo, seed: int, index: int) -> np.ndarray:
 
 class Designer:
     """Builds silos, caches their first updates, and answers what the designer draws.
+
+    A silo's data and update depend on its own settings only, so they are cached per silo:
+    moving one control retrains one silo, and moving alpha retrains none. Silos draw their
+    samples independently, so two silos may share a digit image.
 
     Parameters
     ----------

@@ -1,10 +1,8 @@
 """The practice exercises of notebooks 01-05: what each asks, its right answer, its hints.
 
-``hl.check("01.2", answer)`` judges an answer at once (formative: the right answer is
-computed in the student's kernel, from the mode's own data, :mod:`.answers`). Notebook 06,
-the final assessment, has no check here: it is graded by the teacher with hidden tests
-(``make classroom`` builds them), so nothing in the package knows its answers.
-Hints teach the method; none states the answer or says whether a number is too high.
+``hl.check("01.2", answer)`` judges an answer at once, against one computed from the mode's
+own data (:mod:`.answers`). Hints teach the method; none states the answer. Notebook 06,
+the final assessment, is graded with hidden tests, so nothing here knows its answers.
 """
 
 from __future__ import annotations

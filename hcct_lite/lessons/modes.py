@@ -1,16 +1,9 @@
 """The notebooks' three modes, chosen by one environment variable, ``HCCT_MODE``.
 
-``shipped`` (the default)
-    Read the paper-scale results shipped in ``results/`` (``hcct-lite reproduce``): seconds
-    on any machine. Where a grid is incomplete, show what exists and say what is pending.
-``quick``
-    Recompute on small models and data chosen so that the paper's effects still show where
-    they can (a few minutes on a 2-core CPU; what CI runs).
-``full``
-    Recompute at the paper's Table III settings, five seeds, on any device (``device="auto"``).
-
-Every notebook calls :func:`notebook_mode` once and takes its settings from
-:func:`task_settings`, so the modes mean the same thing everywhere.
+``shipped`` (the default) reads the paper-scale results in ``results/`` and says what is
+pending. ``quick`` recomputes on small models and data where the paper's effects still show.
+``full`` recomputes at the paper's Table III settings, five seeds. Every notebook takes its
+settings from :func:`task_settings`, so the modes mean the same thing everywhere.
 """
 
 from __future__ import annotations
@@ -58,7 +51,7 @@ QUICK = {
         local_epochs=2,
         maxfl_reference_epochs=4,
     ),
-    # CIFAR-10's class shards on scikit-learn's digits: seconds, but too easy a task for the
+    # CIFAR-10's class shards on scikit-learn's digits: small, but too easy a task for the
     # paper's HCCT = Independent < Global to show (the notebook says so)
     "cifar10": dict(
         dataset="digits", model="small_digits", samples=120, epochs=20, maxfl_reference_epochs=20
@@ -137,9 +130,9 @@ def current_mode(environ=None) -> Mode:
 def notebook_mode(environ=None, style: bool = True) -> Mode:
     """The mode ``HCCT_MODE`` names (default ``shipped``); a clear error for any other value.
 
-    Also sets one torch thread and one BLAS thread for this process: in a Jupyter kernel
-    on a busy 2-core machine, two threads made the notebooks' small computations many times
-    slower, and one thread is what the grids (and so the shipped results) use. With
+    Also sets one torch thread and one BLAS thread for this process: more threads slow
+    the notebooks' small computations on a busy machine, and one thread is what the grids
+    (and so the shipped results) use. With
     ``style`` (the default) it sets matplotlib's projector fonts too
     (:func:`classroom_style`), so a notebook's set-up is this one call.
     """

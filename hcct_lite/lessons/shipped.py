@@ -1,10 +1,8 @@
 """The notebooks' data in every mode: shipped result files, or runs recomputed now.
 
-Each function takes a :class:`~hcct_lite.lessons.modes.Mode`; in ``shipped`` mode it reads
-``results/`` (see :func:`~hcct_lite.lessons.modes.results_dir`), otherwise it trains through
-the one engine with :func:`~hcct_lite.lessons.modes.task_settings`. The figure data of a
-shipped grid are computed from its run files with the same functions that summarise
-recomputed runs, so both modes draw the same quantities.
+Each function takes a :class:`~hcct_lite.lessons.modes.Mode`. In ``shipped`` mode it reads
+``results/``; otherwise it trains with :func:`~hcct_lite.lessons.modes.task_settings`. Both
+modes summarise runs with the same functions, so they draw the same quantities.
 """
 
 from __future__ import annotations
@@ -85,7 +83,7 @@ def quick_jobs(grid: str, seed: int = 0) -> list:
             for label, flag in (("parameters", False), ("buffers", True))
         ]
         return _quick_grid(grid, "digit", seed, v)
-    if grid in STUDY_GRIDS:  # seconds per run already: the shipped grid itself (buffers: 1 seed)
+    if grid in STUDY_GRIDS:  # small runs already: the shipped grid itself (buffers: 1 seed)
         return grid_jobs([grid], seeds=(seed,) if grid == "buffers-rotated" else (0, 1, 2))
     raise ValueError(f"no quick version of grid {grid!r}")
 

@@ -1,10 +1,10 @@
 """Algorithm 2 (the greedy client partition) and problem P1 (its exact optimum).
 
-``updates`` turns client updates into a Gram matrix, ``utility`` computes group utilities
-from it, ``greedy`` merges groups (:func:`client_partition`), ``exact`` solves P1 for small
-N (:func:`optimal_partition`), ``layer_selection`` picks HCCT-E's layer, ``merge_steps``
-records each merge for teaching, ``reference`` is the paper's algorithm written directly
-(for tests and benchmarks), ``synthetic`` makes clustered updates.
+- ``updates``: client updates to a Gram matrix; ``utility``: group utilities from it;
+- ``greedy``: the greedy merge (:func:`client_partition`); ``exact``: P1 for small N
+  (:func:`optimal_partition`); ``layer_selection``: HCCT-E's layer;
+- ``merge_steps``: each merge, for teaching; ``reference``: the paper's algorithm written
+  directly, for tests; ``synthetic``: clustered updates.
 """
 
 from .exact import optimal_partition

@@ -1,20 +1,9 @@
 """HCCT's client partition: the paper's Algorithm 2, exact and fast.
 
 Client ``i`` in group ``S`` has utility ``U_i = -alpha_i / D_S + cos(g_i, g_S)``, where
-``D_S`` is the group's sample count and ``g_S = sum_j D_j g_j / D_S`` its D-weighted mean
-update; a singleton has ``cos = 1``. Starting from singletons, the pair of groups whose
-merge raises the summed utility most (the *benefit*) is merged while that benefit is > 0.
-
-Everything follows from the Gram matrix ``G = [<g_i, g_j>]``:
-
-* ``cos(g_i, g_S) = c_S[i] / (||g_i|| sqrt(q_S))`` with ``c_S[i] = sum_{j in S} D_j G[i, j]``
-  and ``q_S = ||sum_{j in S} D_j g_j||^2 = sum_{i, j in S} D_i D_j G[i, j]``;
-* so a group's summed cosine is ``Y_SS / sqrt(q_S)`` with ``Y_ST = sum_{i in S, j in T}
-  D_j G[i, j] / ||g_i||``, and both ``Y`` and ``X_ST = sum D_i D_j G[i, j]`` are additive
-  when groups merge.
-
-The greedy loop therefore keeps two N x N matrices and updates one row and column per
-merge: O(N) work per step after the O(N^2 M) Gram matrix, with identical decisions.
+``g_S`` is the group's D-weighted mean update (a singleton has ``cos = 1``). From singletons,
+the pair whose merge raises the summed utility most is merged while that benefit is > 0.
+Every quantity comes from the Gram matrix, updated in O(N) per merge (``_GroupSums``).
 """
 
 from __future__ import annotations
@@ -125,6 +114,11 @@ def _groups_after(n: int, merges) -> list:
 @dataclass
 class _GroupSums:
     """The additive sums of every current group, indexed by the group's smallest member.
+
+    From the Gram matrix ``G = [<g_i, g_j>]``, ``cos(g_i, g_S) = c_S[i] / (||g_i||
+    sqrt(q_S))`` with ``c_S[i] = sum_{j in S} D_j G[i, j]``. So a group's summed cosine is
+    ``Y_SS / sqrt(q_S)``, with ``Y_ST = sum_{i in S, j in T} D_j G[i, j] / ||g_i||``. ``X``
+    and ``Y`` add up when groups merge: one row and column per merge, identical decisions.
 
     For group S: ``size`` D_S, ``alpha`` sum of alpha_i, ``norm_sum`` sum D_i ||g_i||,
     ``sq_norm`` q_S = ||sum D_i g_i||^2, ``cos_num`` Y_SS, ``utility`` the summed utility;

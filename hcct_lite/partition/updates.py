@@ -1,10 +1,9 @@
 """Client updates g_i: validation, flattening and their Gram matrix.
 
-Every quantity HCCT's partition needs (cosines between a client and a group's
-D-weighted mean update, norms of group updates) is a ratio of inner products of
-client updates, so the server only ever needs the N x N Gram matrix
-``G[i, j] = <g_i, g_j>``. This module computes it once, in float64 accumulation,
-from any of the update formats the library accepts.
+Every quantity HCCT's partition needs (cosines between a client and a group's mean update,
+norms of group updates) is a ratio of inner products of updates. So the server needs only
+the N x N Gram matrix ``G[i, j] = <g_i, g_j>``, computed here once in float64 from any
+update format the library accepts.
 """
 
 from __future__ import annotations

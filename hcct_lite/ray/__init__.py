@@ -1,10 +1,9 @@
 """Grids on Ray, an optional part: a grid's runs as Ray tasks, on one machine or many.
 
-:mod:`.grid` has :class:`~hcct_lite.ray.grid.RayOptions` and the Ray start-up settings
-the Flower simulation shares; :mod:`.options` adds ``--ray`` to ``compare`` and
-``reproduce``. The core
-finds this part through its entry point (:mod:`hcct_lite.parts`). Install it with the extra
-``ray``.
+:mod:`.grid` has :class:`~hcct_lite.ray.grid.RayOptions` and the Ray start-up settings the
+Flower simulation shares; :mod:`.options` adds ``--ray`` to ``compare`` and ``reproduce``.
+Install it with the extra ``ray``; the core finds it through its entry point
+(:mod:`hcct_lite.parts`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """A grid's runs as Ray tasks: on this machine, or on a cluster of many.
 
-Each run is one Ray task of one CPU (and a fraction of a GPU for a CUDA grid) that trains
-and sends its result back; the driver (the process that called
-:func:`~hcct_lite.runs.runner.run_jobs`) writes each file through the same store, with the
-same reuse rules and atomic writes as the process pool, so a grid resumes after a killed
-driver exactly as it does on one machine. Nodes need only the package and the data
-(``HCCT_DATA_DIR`` on each); a run that cannot find its data names the node it ran on.
-
-A node that dies mid-grid costs only the runs it held: Ray reruns them on the nodes left
-(up to :attr:`RayOptions.retries` times each); a run that still fails is listed, with why,
-when the grid ends.
+Each run is one Ray task of one CPU (and a share of a GPU for a CUDA grid). The driver
+writes each result through the same store and reuse rules as the process pool, so a grid
+resumes after a killed driver. Nodes need only the package and the data (``HCCT_DATA_DIR``);
+Ray reruns the runs of a node that dies (:attr:`RayOptions.retries`).
 """
 
 from __future__ import annotations
@@ -36,8 +30,8 @@ __all__ = [
     "where",
 ]
 
-# Seconds Ray waits for a node to start (Ray's own default, 10-30 s, is short on a loaded
-# two-core machine); HCCT_RAY_STARTUP_WAIT overrides it.
+# Seconds Ray waits for a node to start (Ray's own default is short on a loaded machine);
+# HCCT_RAY_STARTUP_WAIT overrides it.
 RAY_STARTUP_WAIT = 60.0
 
 
@@ -53,15 +47,16 @@ class RayOptions:
         ``"host:port"`` joins that cluster's head.
     gpus_per_run : float or None
         A CUDA run's share of one GPU (0 < share <= 1); None: the share its expected
-        memory fills of an 80 GB card (:func:`~hcct_lite.gpu.queue.gpu_share`, the
-        memory model the single-machine queue admits runs by). Ray's shares only
-        schedule: they do not limit a run's memory.
-        CPU runs ask for no GPU.
+        memory fills of :data:`~hcct_lite.gpu.queue.CARD_GB`
+        (:func:`~hcct_lite.gpu.queue.gpu_share`, the memory model the single-machine queue
+        admits runs by). Ray's shares only schedule: they do not limit a run's memory. CPU
+        runs ask for no GPU.
     startup_wait : float or None
         Seconds Ray waits for a node to start; None: ``HCCT_RAY_STARTUP_WAIT`` or
         :data:`RAY_STARTUP_WAIT`.
     retries : int
-        How many times Ray reruns a run whose node or worker died.
+        How many times Ray reruns a run whose node or worker died; a run that still fails
+        is listed, with why, when the grid ends.
     """
 
     address: str | None = None
@@ -238,7 +233,8 @@ def ray_runs(jobs, out_dir: str, device, options: RayOptions, cpu_capability=Non
     here (the driver), so what a killed driver loses is only the runs in flight.
     ``cpu_capability`` pins the workers' CPU kernels
     (:data:`~hcct_lite.training.provenance.CPU_KERNELS`). The cluster is left (and a local
-    one stopped) when the iterator ends or is closed.
+    one stopped) when the iterator ends or is closed. A run that cannot find its data names
+    the node it ran on.
     """
     ray = connect(options)
     try:

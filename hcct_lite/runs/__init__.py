@@ -1,12 +1,9 @@
-"""Running and storing runs.
+"""Running and storing runs; nothing here knows the paper (:mod:`hcct_lite.reproduction` does).
 
-One run from its settings to its stored file (:mod:`.jobs`); resumable grids of runs in
-processes (:mod:`.runner`; the optional parts add Ray and a GPU queue); the store that
-decides whether a file may be reused (:mod:`.store`, by :mod:`.schema`'s rules); the
-result files' format and tables (:mod:`.results`); reading stored runs back
-(:mod:`.reading`: the report and the lessons both read through it); and rerunning a stored
-result to verify it (:mod:`.verify`).
-
-Nothing here knows the paper: the grids it runs are defined in
-:mod:`hcct_lite.reproduction`.
+- :mod:`.jobs`: one run from its settings to its stored file;
+- :mod:`.runner`: resumable grids of runs in processes (the optional parts add Ray and a GPU
+  queue);
+- :mod:`.store` and :mod:`.schema`: whether a stored file may be reused;
+- :mod:`.results`: the result files' format and tables; :mod:`.reading`: reading them back;
+- :mod:`.verify`: rerunning a stored result to verify it.
 """

@@ -1,20 +1,9 @@
 """Canary runs: what guards the compute version.
 
-A small fixed set of short runs (every scheme, every task and network at a tiny size, the
-options and the defences that change a run's numbers) runs in a fresh process on the CPU's
-``default`` kernels (:data:`~hcct_lite.training.provenance.CPU_KERNELS`: the same code path
-in torch, MKL and oneDNN on every x86-64 CPU), OpenBLAS's Nehalem kernels, numpy's
-baseline loops and one thread (:func:`pinned_env`). ``canaries.json``, beside this module,
-holds each canary's compute version
-(:func:`~hcct_lite.training.provenance.compute_version`) and a SHA-256 digest of its
-numbers: every epoch's groups, client errors, training losses and pairwise update cosines
-(float64, so a change in the last bit of any update shows), the refused replies and the
-groups of two the aggregator met. ``hcct-lite verify --canaries`` reruns them and compares bit for
-bit; a digest that changes while the canary's compute version did not is a change of the
-computation that no version says, and the stored results it would silently alter are named.
-
-``python -m hcct_lite.runs.canary OUT [NAME ...]`` is the fresh process (it writes the
-canaries' entries as JSON to ``OUT``); :func:`run_canaries` starts it.
+A fixed set of tiny runs (every scheme, task and network, and the options that change
+numbers) runs in a fresh process under pinned kernels (:func:`pinned_env`). ``canaries.json``
+holds each one's compute version and a digest of its numbers; ``hcct-lite verify --canaries``
+flags a digest that changed while its version did not, naming the results it would alter.
 """
 
 from __future__ import annotations
@@ -46,11 +35,8 @@ __all__ = [
 CANARY_FILE = Path(__file__).with_name("canaries.json")
 # The kernels and threads every canary runs under: bit-identical on any x86-64 CPU.
 CANARY_KERNELS, CANARY_THREADS = "default", 1
-# numpy's float64 products (the partition's Gram matrix, the update cosines) go through
-# OpenBLAS, which picks its kernels per CPU as torch does: against this machine's Haswell
-# kernels, Prescott's changed the cosines' last bits in all 22 canaries tried, Nehalem's in
-# 2. The canaries pin Nehalem's, which run on every CPU numpy supports (its x86-64-v2
-# baseline), and numpy's own loops at that baseline.
+# numpy's float64 products (the Gram matrix, the update cosines) go through OpenBLAS, which
+# picks its kernels per CPU: pinned to Nehalem's, which every CPU numpy supports can run.
 BLAS_CORE = "Nehalem"
 PINS = {"kernels": CANARY_KERNELS, "blas_core": BLAS_CORE, "threads": CANARY_THREADS}
 
@@ -124,8 +110,9 @@ def canary_config(name: str):
 def canary_numbers(result: dict) -> dict:
     """The numbers of a run a canary compares: what its computation decides, no wording.
 
-    Per epoch its groups, client errors, training losses and update cosines; the refused
-    replies as ``[epoch, client]``; the aggregator's groups of two.
+    Per epoch its groups, client errors, training losses and update cosines (float64, so a
+    change in the last bit of any update shows); the refused replies as ``[epoch,
+    client]``; the aggregator's groups of two.
     """
     keys = ("groups", "client_test_error", "train_loss", "update_cosines", "update_clients")
     return {
@@ -169,6 +156,9 @@ def _run_here(names) -> dict:
 
 def run_canaries(names=None) -> dict:
     """Run the canaries ``names`` (default all) in a fresh, pinned process; name -> entry.
+
+    The process is ``python -m hcct_lite.runs.canary OUT [NAME ...]``, which writes the
+    entries as JSON to ``OUT``.
 
     The process pins :data:`CANARY_KERNELS` and one thread, and refuses to run if this
     CPU cannot use them (torch would silently take others). An entry holds ``pins``

@@ -1,19 +1,9 @@
 """Local files other users cannot steer.
 
-hcct-lite writes task tokens (``silo-exec``'s journal), results and tables, sometimes in a
-place other users share (the temporary folder, a team's disk). Every write here follows
-the same rules, whatever ``fs.protected_symlinks`` says:
-
-- a folder is used only if it is a real folder (not a symbolic link), owned by this user
-  (or root, for a folder this user cannot write anyway) and writable by no one else,
-  and no folder above it lets another user swap it (each one owned by this user or root,
-  and writable by others only with the sticky bit);
-- a file is created next to its target under a fresh name with ``O_EXCL | O_NOFOLLOW``
-  (so no planted file or link receives it), then renamed over the target, which replaces
-  a link instead of following it;
-- the mode of a folder this package did not create is never changed.
-
-Each refusal is one sentence naming the path and what is wrong.
+hcct-lite writes task tokens, results and tables, sometimes where other users share the
+disk. Whatever ``fs.protected_symlinks`` says, a folder is used only if no one else can
+write or swap it (:func:`folder_problem`), and a file is written under a fresh name, then
+renamed over its target (:func:`write_at`). The mode of a folder it did not make never changes.
 """
 
 from __future__ import annotations

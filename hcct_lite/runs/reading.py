@@ -1,9 +1,8 @@
 """Reading stored runs back.
 
-A grid's result files, the seeds every variant has, the per-scheme statistics, and the
-groups a run formed: the one way the report (:mod:`hcct_lite.reproduction`) and the lessons
-(:mod:`hcct_lite.lessons`) read what :mod:`.runner` stored; every file goes through
-:func:`~hcct_lite.runs.store.load_result`, so a broken file is named, never averaged in.
+A grid's result files, the seeds every variant has, the per-scheme statistics and the groups
+a run formed: the one way the report and the lessons read what :mod:`.runner` stored. Every
+file goes through :func:`~hcct_lite.runs.store.load_result`, so a broken one is named.
 """
 
 from __future__ import annotations

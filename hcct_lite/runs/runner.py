@@ -166,10 +166,10 @@ def run_jobs(
 ) -> int:
     """Run every job whose file cannot be reused, in ``workers`` processes; return how many.
 
-    Each worker process uses one torch thread (two threads per process on two busy cores
-    made one run several times slower); with ``workers=1`` the runs happen in this process,
-    also with one thread. Results do not depend on ``workers``. ``device`` (e.g.
-    ``"cuda"``) overrides every job's device when given.
+    Each worker process uses one torch thread (more threads per process slow runs on busy
+    cores); with ``workers=1`` the runs happen in this process, also with one thread.
+    Results do not depend on ``workers``. ``device`` (e.g. ``"cuda"``) overrides every
+    job's device when given.
 
     A job whose file exists is skipped only if
     :func:`~hcct_lite.runs.store.reuse_problem` finds nothing against it (complete,
@@ -182,7 +182,7 @@ def run_jobs(
     instead, on this machine or a cluster, each result written here as it arrives;
     ``workers`` is then the cluster's business. On a GPU (``device`` cuda) with ``workers``
     > 1, or with ``queue`` (the GPU part's :class:`~hcct_lite.gpu.queue.QueueOptions`: a
-    deadline, a log, the memory to fill), the runs of every grid share the card in one
+    deadline, a log, the memory to fill), the runs of every grid share the GPU in one
     queue, longest first, admitted by memory (:func:`~hcct_lite.gpu.queue.run_queue`).
     """
     log = log or (lambda _msg: None)

@@ -1,12 +1,9 @@
 """What a stored result must be before anything reuses, verifies or reports it.
 
 One check (:func:`result_problem`), made where a file is read, serves the store, ``verify``
-and the report: the fields and their types; the config, through the same validation as a
-new run (:func:`~hcct_lite.training.config.make_config`); the history, epoch by epoch,
-against the client count (groups that name only clients present that epoch, once each;
-one error per client, a percentage or None); and the ``final`` block, which must be what
-the history says (:func:`~hcct_lite.training.engine.summarize`); every derived field
-against what it derives from (:func:`derived_problem`).
+and the report: the fields, the config (validated as a new run's), the history against the
+client count, the ``final`` block against the history, and every derived field
+(:func:`derived_problem`).
 """
 
 from __future__ import annotations

@@ -211,7 +211,7 @@ def clean_temp_files(folder: str) -> list:
     """Remove temporary files that killed writes left in ``folder``; return their names.
 
     Only :func:`~hcct_lite.runs.results.write_json`'s own (``.tmp-*.json``), and only those
-    older than a minute: a live write takes milliseconds.
+    older than a minute, far longer than a live write lasts.
     """
     removed = []
     if not os.path.isdir(folder):

@@ -1,14 +1,9 @@
 """``hcct-lite verify``: rerun a stored result in a fresh process and compare every epoch.
 
-It reproduces when the groups are the same in every epoch and each client's error is within
-one test sample in every epoch. A GPU result is rerun where a GPU is; elsewhere it is checked
-for internal consistency only (:func:`~hcct_lite.runs.schema.result_problem`), and the
-report says which.
-
-The rerun uses the result's recorded torch thread count and CPU kernels
-(``ATEN_CPU_CAPABILITY``), which decide the last bits of every update: a partition decided
-near a break-even point flips on them. ``capability`` reruns under other kernels instead,
-to measure how much the conclusions depend on them.
+It reproduces when every epoch's groups match and each client's error is within one test
+sample. The rerun uses the result's recorded thread count and CPU kernels, which decide the
+last bits of every update (:func:`rerun`). A GPU result where no GPU is, is checked for
+internal consistency only.
 """
 
 from __future__ import annotations
@@ -200,6 +195,8 @@ def verify(path: str, capability: str | None = None, log=print, stored=None) -> 
     """Rerun the result at ``path`` (:func:`rerun`) and compare (:func:`compare_runs`).
 
     ``stored``: the result already loaded by :func:`load_for_verify` (loaded here if None).
+    ``capability`` reruns under other kernels: a partition decided near a break-even point
+    may flip on them, and this shows how much the conclusions depend on them.
     Returns the comparison plus ``path``, ``capability`` and ``threads`` of the rerun and
     the stored result's ``recorded_capability``; ``log`` gets a line per finding.
     """

@@ -1,11 +1,8 @@
 """Schemes by name: the one place a scheme is registered (:func:`register_scheme`).
 
 A registered scheme runs everywhere a name is accepted (``make_config``, ``run``,
-``compare``, the engine, a Flower deployment) with the compute version its class states.
-The paper's schemes (:data:`PAPER_SCHEMES`, in its order) are the ones the paper's grids,
-the report and the lessons use; a scheme registered beside them changes none of those.
-Every module of this package is imported when the registry is first used, so a scheme
-whose module lives here registers itself; other code registers before it runs.
+``compare``, the engine, Flower) with the compute version its class states. A scheme
+registered beside :data:`PAPER_SCHEMES` changes none of the paper's grids, report or lessons.
 """
 
 from __future__ import annotations
@@ -166,7 +163,11 @@ _DISCOVERED = []
 
 
 def _discover() -> None:
-    """Import every module of this package once: a scheme module there registers itself."""
+    """Import every module of this package once: a scheme module there registers itself.
+
+    Done when the registry is first used; a scheme outside this package registers before
+    it runs.
+    """
     if _DISCOVERED:
         return
     _DISCOVERED.append(True)

@@ -1,15 +1,8 @@
 """Image data sets held in memory as uint8 tensors.
 
-Resolution order for a data set ``name``:
-
-1. ``$HCCT_DATA_DIR/<file>.npz`` with arrays ``x`` (N, H, W) or (N, H, W, 3) uint8,
-   ``y`` int labels and ``official_split`` (0 train, 1 test, 2 unknown);
-2. the same ``.npz`` under the data root (``--data-root``, default ``~/.cache/hcct_lite``);
-3. torchvision's own class under the data root, downloading when the network allows.
-
-MNIST-M and SynthDigits are not in torchvision: put ``mnistm.npz`` / ``synthdigits.npz``
-in ``HCCT_DATA_DIR`` (see ``docs/data.md`` for where to get them). scikit-learn's bundled
-8x8 ``digits`` need no file at all.
+:func:`load_dataset` looks in ``$HCCT_DATA_DIR``, then the data root, then torchvision.
+MNIST-M and SynthDigits are not in torchvision: put ``mnistm.npz`` and ``synthdigits.npz``
+in ``HCCT_DATA_DIR`` (``docs/data.md``). scikit-learn's 8x8 ``digits`` need no file.
 """
 
 from __future__ import annotations
@@ -204,7 +197,12 @@ def find_npz(name: str, data_root: str | None = None) -> str | None:
 
 
 def load_dataset(name: str, data_root: str | None = None, download: bool = True) -> ImageSet:
-    """Load a data set into memory (see the module docstring for where it is looked for).
+    """Load a data set into memory, from the first place that has it.
+
+    1. ``$HCCT_DATA_DIR/<file>.npz`` with arrays ``x`` (N, H, W) or (N, H, W, 3) uint8,
+       ``y`` int labels and ``official_split`` (0 train, 1 test, 2 unknown);
+    2. the same ``.npz`` under ``data_root`` (default ``~/.cache/hcct_lite``);
+    3. torchvision's own class under ``data_root``, downloading when ``download`` allows.
 
     Raises
     ------

@@ -1,10 +1,9 @@
 """Client-side work: local SGD on a client's own data, its update, and evaluation.
 
 The server never sees data: a client returns its trained model, its update
-``g_i = (w_start - w_end) / lr`` and scalar statistics (sample count, loss, accuracy).
-:class:`LocalTrainer` is the one small interface the engine calls. :func:`make_trainer`
-picks :class:`SGDTrainer`, or a trainer an optional part registered (the GPU part's
-batched clients and CUDA graphs), without touching the schemes.
+``g_i = (w_start - w_end) / lr`` and scalar statistics. :class:`LocalTrainer` is the one
+interface the engine calls; :func:`make_trainer` picks :class:`SGDTrainer` or a trainer an
+optional part registered, without touching the schemes.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """What decides a run's numbers besides its settings: code, versions, device, CPU kernels.
 
 A run's *compute version* (:func:`compute_version`) names the version of each part of the
-code its numbers come from: the engine, its task, its scheme and, when it uses them, the
-defences. A change that alters what runs compute bumps the version of the part it changes,
-on purpose; the canary runs (:mod:`hcct_lite.runs.canary`) fail when their numbers change
-while no version did. A stored result is reused when its compute version and its settings
-match a new run's, so refactors, comments, renames and new modules leave it valid.
-
-On the CPU, torch picks its SIMD kernels per machine (``default``, ``avx2``, ``avx512``;
-``ATEN_CPU_CAPABILITY`` forces one), and so do the libraries it calls: MKL for matrix
-products (``MKL_CBWR`` pins a code path) and oneDNN for convolutions
-(``ONEDNN_MAX_CPU_ISA``). Floats are also reduced in an order that depends on the thread
-count. All of these change the last bits of every update, and a partition decided on
-cosines close to a break-even point can flip on them. Every result records them, so that
-``hcct-lite verify`` can rerun it under the same ones; :data:`CPU_KERNELS` pins all three
-libraries at once.
+code its numbers come from; a change that alters numbers bumps it on purpose, and the
+canary runs (:mod:`hcct_lite.runs.canary`) catch one that does not. CPU kernels and the
+thread count change the last bits of every update, so every result records them.
 """
 
 from __future__ import annotations
@@ -62,6 +51,8 @@ BATCHED_VERSION = 2
 # notebooks' helpers may change without making a stored result stale.
 COMPUTE_PACKAGES = ("partition", "training", "schemes")
 
+# torch (ATEN_CPU_CAPABILITY), MKL (MKL_CBWR) and oneDNN (ONEDNN_MAX_CPU_ISA) each pick
+# SIMD kernels per machine, and a partition decided near a break-even point can flip on them.
 # One name, the same code path in torch, MKL and oneDNN. "default" runs the same on every
 # x86-64 CPU (MKL's COMPATIBLE branch is its reproducible one for any vendor); "avx2" and
 # "avx512" are faster and reproduce on Intel CPUs that have those instructions.
@@ -119,9 +110,9 @@ def compute_version(cfg) -> dict:
     dict
         ``{"engine": int, "task <name>": int, "scheme <name>": int}``, with ``"defences"``
         when :func:`uses_defences`, ``"aggregators"`` when the aggregator is a robust rule
-        and ``"batched"`` when ``batched_clients``. Two runs of
-        the same settings and compute version give the same numbers under the same CPU
-        kernels and threads.
+        and ``"batched"`` when ``batched_clients``. Two runs of the same settings and
+        compute version give the same numbers under the same CPU kernels and threads, so
+        a stored result stays valid through refactors, comments, renames and new modules.
     """
     from ..schemes.registry import SCHEME_CLASSES
     from .tasks import TASK_VERSIONS

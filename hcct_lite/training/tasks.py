@@ -1,11 +1,9 @@
 """The tasks: Table III's settings, and the seeded federation of a run.
 
-A task is registered in one place (:func:`register_task`): its defaults (the paper's Table
-III for the paper's tasks), the function that builds a run's clients, its compute version
-and, optionally, what it falls back to on a machine without its data. :data:`TASKS` holds
-each task's defaults; :func:`build_clients` builds the clients of one run from its
-configuration; :func:`available_source` says what a task can run on with the data this
-machine has.
+A task is registered in one place (:func:`register_task`): its defaults, the function that
+builds a run's clients, its compute version and, optionally, a fallback for a machine
+without its data. :func:`build_clients` builds one run's clients; :func:`available_source`
+says what a task can run on with the data here.
 """
 
 from __future__ import annotations

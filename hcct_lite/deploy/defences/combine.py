@@ -40,6 +40,7 @@ def _weights_like(w, x: torch.Tensor) -> torch.Tensor:
 
 
 def _mean(deltas, w, agg) -> dict:
+    """``clipped-mean``: the D-weighted mean."""
     out = {}
     for k in deltas[0]:
         x = _stack(deltas, k)
@@ -48,6 +49,7 @@ def _mean(deltas, w, agg) -> dict:
 
 
 def _trimmed_mean(deltas, w, agg) -> dict:
+    """``trimmed-mean`` (Yin et al., 2018): per coordinate, D-weighted, ends dropped (>= 1 each)."""
     n = len(deltas)
     b = min(max(1, int(agg.trim_fraction * n)), (n - 1) // 2)
     out = {}
@@ -61,6 +63,7 @@ def _trimmed_mean(deltas, w, agg) -> dict:
 
 
 def _median(deltas, w, agg) -> dict:
+    """``median`` (Yin et al., 2018): the coordinate-wise median, unweighted."""
     n = len(deltas)
     out = {}
     for k in deltas[0]:
@@ -71,6 +74,7 @@ def _median(deltas, w, agg) -> dict:
 
 
 def _centered_clip(deltas, w, agg) -> dict:
+    """``centered-clip`` (Karimireddy et al., 2021): steps from zero, clipped at the median."""
     v = {k: torch.zeros_like(t) for k, t in deltas[0].items()}
     for _ in range(CENTERED_CLIP_STEPS):
         diffs = [{k: d[k] - v[k] for k in v} for d in deltas]
@@ -83,6 +87,7 @@ def _centered_clip(deltas, w, agg) -> dict:
 
 
 def _multi_krum(deltas, w, agg) -> dict:
+    """``multi-krum`` (Blanchard et al., 2017), a baseline: the mean of the ``n - f`` closest."""
     chosen = _krum_choice(deltas, (len(deltas) - 3) // 2)
     wc = np.asarray(w)[chosen]
     return _mean([deltas[i] for i in chosen], wc / wc.sum(), agg)

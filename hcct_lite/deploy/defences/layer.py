@@ -1,14 +1,9 @@
 """The deployment's defence, one layer around a run: count bound, norm rule, robust rule.
 
-The core's loop (``run_epoch``, Algorithm 1) knows none of this. A run whose settings ask
-for a defence gets a :class:`Defence` from :func:`~hcct_lite.training.replies.defence_for`:
-``run_experiment`` lets it arm the scheme's aggregation, and it sits in the reply screen.
-
-- ``count_bound``: a declared sample count above that multiple of the median is cut
-  (:func:`~.robust.vouched_counts`); the cut count sets steps, clip, allowance and weight.
-- ``norm_limit``: :class:`NormRule` refuses an update longer than its
-  :func:`~.norms.norm_bound` limit, where it is about to be averaged with others.
-- ``aggregator``: a robust rule (:class:`~.robust.Aggregator`) instead of FedAvg.
+The core's loop knows none of this: a run whose settings ask for a defence gets a
+:class:`Defence` (:func:`~hcct_lite.training.replies.defence_for`) in its reply screen.
+``count_bound`` cuts declared counts (:func:`~.robust.vouched_counts`), ``norm_limit``
+refuses long updates (:class:`NormRule`), ``aggregator`` picks an :class:`~.robust.Aggregator`.
 """
 
 from __future__ import annotations
@@ -64,6 +59,8 @@ def check_config(cfg) -> None:
 
 class NormRule:
     """The norm rule: an update longer than its norm bound's limit is refused.
+
+    It judges an update where it is about to be averaged with others.
 
     Parameters
     ----------

@@ -1,10 +1,9 @@
 """The one norm bound: how long a round's updates may be before a defence acts.
 
-:func:`norm_bound` is the rule both defences share: the norm rule
-(:class:`~hcct_lite.deploy.defences.layer.NormRule`, in the reply screen) refuses an
-update longer than its limit, and the robust aggregators
-(:class:`~hcct_lite.deploy.defences.robust.Aggregator`) clip each delta to it;
-:func:`local_steps` and the norms it reads are defined here with it.
+:func:`norm_bound` is the rule both defences share. The norm rule
+(:class:`~hcct_lite.deploy.defences.layer.NormRule`) refuses an update longer than its
+limit; the robust aggregators (:class:`~hcct_lite.deploy.defences.robust.Aggregator`) clip
+each delta to it. :func:`local_steps` and the norms it reads live here too.
 """
 
 from __future__ import annotations

@@ -1,43 +1,9 @@
 """Robust aggregation: the average of silos' models when a silo may lie.
 
-FedAvg (``mean``, the paper's and the default) takes every trained model at its D-weight:
-one silo that sends a long, sign-flipped update moves the average wherever it likes,
-within any norm bound. The robust aggregators work on each member's *delta*, its trained
-model minus the model it started from, in two stages:
-
-1. **Clip.** Each delta is scaled down to at most its
-   :func:`~hcct_lite.deploy.defences.norms.norm_bound` limit, with
-   ``clip_factor`` as the factor and the member's own local SGD steps
-   (``local_epochs * ceil(D_i / batch_size)``).
-2. **Combine** the clipped deltas, per ``kind``:
-
-   - ``clipped-mean``: their D-weighted mean;
-   - ``trimmed-mean``: coordinate by coordinate, the ``trim_fraction`` largest and
-     smallest values (at least one each side) are dropped and the rest D-weighted (Yin et
-     al., 2018);
-   - ``median``: the coordinate-wise median, unweighted (Yin et al., 2018);
-   - ``centered-clip``: three steps of centred clipping from no movement, each moving by
-     the D-weighted mean of the deltas' distances to the centre clipped to their median
-     (Karimireddy et al., 2021);
-   - ``multi-krum``: the D-weighted mean of the ``n - f`` deltas with the smallest sum of
-     squared distances to their ``n - f - 2`` nearest others, ``f = (n - 3) // 2`` (Blanchard
-     et al., 2017), a baseline.
-
-The group model is then the start model plus the combined delta. Integer entries (batch
-counters) keep the rounded D-weighted average.
-
-**The model's own history** (learning from history, as Karimireddy et al., 2021): where the
-model a group trains moved last epoch (a cluster model, the global model, a group that
-stays together), that movement is the one reference no member of this round wrote alone.
-Of three or more, the members whose clipped delta points against it (cosine < 0) are left
-out when they are at most half of the group; more than half is followed (the model may
-be turning), and a model that did not move, or moved from differing starts, has none.
-
-**Fewer than three members** (two silos, or a larger federation with the rest silent): no
-rule can tell which of two is honest. The clip's references are then the *smaller* norms
-(:func:`~hcct_lite.deploy.defences.norms.norm_bound`), the combination is the clipped D-weighted
-mean, and the result records each such group (:meth:`Aggregator.record`). Two that point
-apart are settled by the model's history, or, where it has none, by the round's median.
+Under FedAvg (``mean``, the paper's and the default) one long, sign-flipped update moves
+the average wherever it likes. A robust rule works on each member's *delta* (its trained
+model minus its start): it clips the delta to its
+:func:`~hcct_lite.deploy.defences.norms.norm_bound` limit, then combines (:mod:`.combine`).
 """
 
 from __future__ import annotations
@@ -134,6 +100,12 @@ def _cosine(a: dict, b: dict) -> float:
 
 class Aggregator:
     """How a group's models become one, from ``kind`` (one of :data:`AGGREGATORS`).
+
+    A robust rule also reads the model's own history: of three or more members, those whose
+    delta points against the model's last movement (cosine < 0) are left out while they are
+    at most half. Of fewer than three, no rule can tell which is honest. The clip's
+    references are then the smaller norms and the combination is the clipped mean. Two that
+    point apart are settled by the model's history, or else by the round's median.
 
     Parameters
     ----------
@@ -311,7 +283,7 @@ class Aggregator:
         return [i for i in range(len(deltas)) if i not in against]
 
     def _clipped(self, deltas: list, steps) -> list:
-        """Each delta scaled to at most its :func:`norm_bound` limit (``clip_factor``)."""
+        """Each delta scaled to at most its :func:`norm_bound` limit, from its own ``steps``."""
         steps = np.asarray(steps, dtype=np.float64)
         raw = per_step_norms(deltas, steps) * steps  # rounded as stored results were
         limits = norm_bound(raw, steps, self.clip_factor).limits

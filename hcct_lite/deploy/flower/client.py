@@ -1,25 +1,9 @@
 """The ClientApp: hcct-lite's local training on this node's own data.
 
-A node is a silo. Its data are chosen by the node config: ``partition-id`` picks client
-``partition-id`` of the task's federation (simulation, tests), or ``data-path`` points
-to an ``.npz`` with ``x_train``, ``y_train``, ``x_test``, ``y_test`` float/int arrays
-(a real silo). The reply carries the trained model and the sample count, never data.
-HCCT-P's personal head stays in the node's context between rounds.
-
-A silo guards itself with its node config (docs/deploy.md, "What a server can learn"):
-
-- ``max-evaluations`` (0, the default, sets no cap): evaluations answered per training
-  epoch; only training for a new, later epoch of the run starts a new budget;
-- one training per epoch number, and none beyond the run's epochs: a second training
-  request for an epoch already trained is refused (ten requests at learning rate 0 would
-  read the training accuracy ten times), and so is an epoch number past the run's end;
-- ``lr-range`` (default ``"1e-4 1"``), ``batch-size-range`` (``"8 1024"``) and
-  ``max-local-epochs`` (20): training settings outside them are refused;
-- ``dp-noise-multiplier`` (0, the default: off), ``dp-max-grad-norm`` (1), ``dp-delta``
-  (1e-5), ``dp-max-epsilon`` (0: no budget): DP-SGD with Opacus (:mod:`hcct_lite.deploy.privacy`);
-  the reply then carries the epsilon spent so far (``dp-epsilon``).
-
-A refused request is an error reply; the server counts the silo as missing for that round.
+A node is a silo; its node config picks its data: ``partition-id`` (a client of the task's
+federation) or ``data-path`` (an ``.npz`` with ``x_train``, ``y_train``, ``x_test`` and
+``y_test``). The reply carries the trained model and the sample count, never data. The
+silo's guards (``max-evaluations``, ``lr-range``, ``dp-*``, ...) are listed in docs/deploy.md.
 """
 
 from __future__ import annotations
@@ -78,7 +62,8 @@ def _check_training(cfg, lr: float, epoch: int, context: Context) -> None:
 
     Training for a new, later epoch of the run starts a new evaluation budget; MAXFL's
     reference rounds (negative epochs) and repeated epochs do not, and an epoch number at
-    or past the run's ``epochs`` is refused.
+    or past the run's ``epochs`` is refused. A refusal is an error reply: the server counts
+    the silo as missing for that round.
     """
     low, high = _range(context, "lr-range", "1e-4 1")
     if not low <= lr <= high:
@@ -101,7 +86,7 @@ def _check_training(cfg, lr: float, epoch: int, context: Context) -> None:
     seen = (
         [int(e) for e in context.state["trained"]["epochs"]] if "trained" in context.state else []
     )
-    if epoch in seen:
+    if epoch in seen:  # ten requests at learning rate 0 would read the accuracy ten times
         raise PermissionError(f"epoch {epoch} was already trained; one training per epoch")
     if epoch > max(seen, default=-1):
         context.state["evaluations"] = MetricRecord({"n": 0})

@@ -1,11 +1,8 @@
 """The ServerApp: the library's training loop, with Flower ClientApps as its clients.
 
-:class:`FlowerBackend` is a client backend for :func:`hcct_lite.training.engine.run_experiment`:
-it sends each client the model the scheme chose for it (its group's model) with the
-Message API and turns the replies into the engine's ``LocalResult``. The partition
-(``client_partition``), the aggregation (``weighted_average``) and the schemes are the
-library's own, unchanged. A client that does not answer within ``round_timeout`` seconds
-is left out of that epoch: it keeps its last model and sits out the next partition.
+:class:`FlowerBackend` is a client backend for :func:`hcct_lite.training.engine.run_experiment`.
+It sends each client its group's model with the Message API and turns the replies into the
+engine's ``LocalResult``. The partition, the aggregation and the schemes are the library's own.
 """
 
 from __future__ import annotations
@@ -53,6 +50,9 @@ POLL_SECONDS = 0.1
 class FlowerBackend:
     """Clients reached through a Flower ``Grid`` (simulation or SuperLink).
 
+    A client that does not answer within ``round_timeout`` is left out of that epoch: it
+    keeps its last model and sits out the next partition.
+
     Parameters
     ----------
     grid : flwr.serverapp.Grid
@@ -60,8 +60,7 @@ class FlowerBackend:
     round_timeout : seconds to wait for the replies of one round
     wait_nodes : seconds to wait for ``cfg.n_clients`` nodes to connect
     discovery_timeout : seconds to wait for the enrolment replies; each node's first reply
-        starts its ClientApp (imports, data loading), much slower than a training round on
-        a loaded machine, so it has its own, generous timeout
+        starts its ClientApp (imports, data loading), so it has its own, generous timeout
     silo_nodes : optional list of N node ids, client i = ``silo_nodes[i]``: silos are then
         known by the identity the SuperLink authenticated, not by the partition id they
         declare (see :func:`assign_silos`)

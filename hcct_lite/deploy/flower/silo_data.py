@@ -1,12 +1,8 @@
 """A silo's own data, loaded once: its ``.npz``, or its share of a rehearsal federation.
 
-Flower runs each message in a fresh ClientApp process (subprocess isolation), so a cache in
-memory lasts one message. A rehearsal silo (``partition-id`` without ``data-path``) would
-then rebuild the whole federation for every message; instead the first message builds it
-and keeps only this silo's share on disk (node config ``cache-dir``, default
-``~/.cache/hcct_lite/silos``), which later messages load alone. The file's name is a hash
-of everything the share depends on (the data settings and the data files' size and
-modification time), so a changed setting or data file never reuses a stale share.
+Flower runs each message in a fresh ClientApp process, so a cache in memory lasts one
+message. A rehearsal silo (``partition-id`` without ``data-path``) therefore builds the
+federation once and keeps its own share on disk (node config ``cache-dir``).
 """
 
 from __future__ import annotations
@@ -60,7 +56,11 @@ def _from_npz(path: str) -> ClientData:
 
 
 def share_path(cfg, i: int, cache_dir=None) -> str:
-    """Where client ``i``'s share of ``cfg``'s rehearsal federation is kept."""
+    """Where client ``i``'s share of ``cfg``'s rehearsal federation is kept.
+
+    The name hashes the data settings and the data files' size and modification time, so a
+    changed setting or file never reuses a stale share.
+    """
     settings = {k: getattr(cfg, k) for k in _FIELDS}
     sources = []
     for name in cfg.domains or [cfg.dataset]:

@@ -1,10 +1,8 @@
 """``hcct-lite flower-sim``: the ServerApp and ClientApps in one process or on Ray.
 
-Two engines run the same apps. ``inline`` (the default, :mod:`hcct_lite.deploy.inline`):
-the ServerApp's work and one ClientApp per silo in this process, every message deflated
-and inflated as a deployment sends it. ``ray``: Flower's simulation engine
-(``flwr.simulation.run_simulation``), long-lived Ray workers, whose start-up alone takes
-longer than a short run.
+Two engines run the same apps. ``inline`` (the default, :mod:`hcct_lite.deploy.inline`)
+runs the ServerApp and one ClientApp per silo in this process, every message serialised as
+a deployment sends it. ``ray`` is Flower's simulation engine, with long-lived Ray workers.
 """
 
 from __future__ import annotations
@@ -63,8 +61,8 @@ def _run_ray(cfg, backend_name, verbose, startup_wait, address=None) -> dict:
     The ServerApp writes to a fresh temporary file, so a result file left by an earlier run
     never passes for this run's.
     """
-    # the start-up wait, and workers at nice 0: at Ray's nice 15 beside any other busy
-    # process the silos starve (4 % of a core each under a load of 10; none enrolled in 300 s)
+    # the start-up wait, and workers at nice 0: at Ray's nice 15 beside busy processes the
+    # silos starve and never enrol
     ray_environment(startup_wait)
     if address not in (None, "auto"):
         check_reachable(address)
