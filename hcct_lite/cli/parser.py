@@ -14,7 +14,7 @@ from ..training.tasks import TASKS
 
 __all__ = ["build_parser", "OVERRIDES", "add_run_options", "OneScreenHelp"]
 
-DESCRIPTION = "``hcct-lite``: run one experiment or a resumable grid from the command line."
+DESCRIPTION = "Run one HCCT experiment, a resumable grid, or the paper's grids, and check results."
 
 
 def add_run_options(p: argparse.ArgumentParser, scheme: bool = False):
