@@ -1,11 +1,6 @@
-"""The reproduction of the paper.
+"""The reproduction of the paper: its numbers, grids of runs, checked claims and report.
 
-Its reported numbers (:mod:`.paper`); its experiments as grids of runs at Table III
-settings (:mod:`.paper_grids`, the studies beyond it in :mod:`.study_grids`); Table II's
-collaboration patterns (:mod:`.motivating_example`); the checked claims of Figs. 3-6
-(:mod:`.figure_checks`); and the generated report ``docs/reproduction.md`` (:mod:`.report`
-and its ``report_*`` sections).
-
-It reads stored runs through :mod:`hcct_lite.runs` and trains only by running its grids
-there.
+Its numbers are in :mod:`.paper`, its experiments in :mod:`.paper_grids` and
+:mod:`.study_grids`, Table II in :mod:`.motivating_example`, the claims of Figs. 3-6 in
+:mod:`.figure_checks`, and ``docs/reproduction.md`` comes from :mod:`.report`.
 """

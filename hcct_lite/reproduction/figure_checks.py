@@ -1,9 +1,7 @@
 """The paper's Figs. 3-6 read from run files: per-cell statistics and checked claims.
 
-The notebooks draw these figures and print :func:`figure_claims`, each claim True or False
-on the runs given; the report (:mod:`~hcct_lite.reproduction.report_figures`) words its
-verdicts from the same numbers. A fixed-K grid may be partly shipped: :func:`planned_ks`
-says which K each federation size N should have, and only sizes with every K are judged.
+The notebooks print each claim True or False on the runs given. In a partly shipped fixed-K
+grid, only the federation sizes N that have every planned K are judged.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ __all__ = [
     "alpha_ratio_errors",
     "alpha_ratio_stats",
     "fixed_k_summary",
+    "final_utility",
     "fixed_k_std",
     "paired_wins",
     "planned_ks",
@@ -86,13 +85,14 @@ def _by_size_and_k(runs, value) -> dict:
     return by
 
 
-def _final_utility(r) -> float:
+def final_utility(r) -> float:
+    """A run's total utility at the last epoch that recorded one."""
     return [h["total_utility"] for h in r["history"] if "total_utility" in h][-1]
 
 
 def fixed_k_summary(runs) -> dict:
     """Figs. 5/6 from run files: ``N -> (ks, errors, utilities)``, seed means, K ascending."""
-    by = _by_size_and_k(runs, lambda r: (r["final"]["mean"], _final_utility(r)))
+    by = _by_size_and_k(runs, lambda r: (r["final"]["mean"], final_utility(r)))
     out = {}
     for n, ks in sorted(by.items()):
         order = sorted(ks)

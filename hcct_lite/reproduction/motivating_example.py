@@ -1,7 +1,4 @@
-"""The paper's motivating example (Section III-B, Table II).
-
-Three CIFAR-10 clients and every way they can collaborate.
-"""
+"""The paper's motivating example (Table II): three CIFAR-10 clients, every way to collaborate."""
 
 from __future__ import annotations
 
@@ -40,8 +37,8 @@ def run_patterns(seeds=(0,), out_dir=None, progress=False, log=print, **override
 
     With ``out_dir``, each run's JSON is written there (atomically) and reused if present
     (:func:`~hcct_lite.runs.runner.run_jobs`); without, the runs go to a temporary
-    folder. Runs use one torch thread, as a grid's do (two threads on two busy cores made
-    these small runs far slower), so the results equal the shipped grid's.
+    folder. Runs use one torch thread, as a grid's do, so the results equal the shipped
+    grid's.
 
     Returns
     -------

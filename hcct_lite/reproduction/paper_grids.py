@@ -1,14 +1,8 @@
 """The paper's experiments at its Table III settings, as resumable grids of runs.
 
-Every grid is a list of :class:`Job` s (task, scheme, seed and overrides of the task's
-defaults); each job writes one JSON file under ``results/<grid>/``, with the run's
-provenance (code commit, package versions, device, wall time). A grid resumes: a job whose
-file exists is skipped. ``hcct-lite reproduce`` runs grids in ``--workers`` processes, each
-with one torch thread.
-
-What differs from the paper is set here, once, and said in ``docs/reproduction.md``:
-the Digit task runs on the three domains available offline (MNIST, USPS, MNIST-M; SVHN and
-SynthDigits are not), and CIFAR-10 on the 12,000-image offline subset.
+Each job writes one JSON file under ``results/<grid>/``; a job whose file exists is skipped.
+What differs from the paper is set here once: Digit on the three domains that can be read
+offline, and CIFAR-10 on the offline subset.
 """
 
 from __future__ import annotations

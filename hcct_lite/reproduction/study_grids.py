@@ -1,20 +1,6 @@
-"""Grids beyond the paper: where HCCT's utility misleads (notebook 05).
+"""Grids beyond the paper (notebook 05), on the rotated digits whose right groups are known.
 
-All four run on the rotated digits (scikit-learn's 8x8 digits, two clients per rotation
-with 8 clients), whose right groups are known, on a CPU in seconds per run:
-
-``buffers-rotated``
-    a batch-norm CNN, updates over parameters (the paper) or with the buffers (the authors'
-    code); epoch cosines recorded.
-``small-clients-rotated``
-    16 clients with 20 training samples each (four per rotation); HCCT against Independent,
-    IFCA and Global, each with 1 and with 3 local epochs (the remedy tried). ``alpha`` 9
-    keeps the default task's balance: ``alpha`` times a pair's data part is
-    ``9 / 20 ~ 50 / 112``, as at the default 112 samples and ``alpha`` 50.
-``alpha-scale-rotated``
-    HCCT at ``alpha`` from Table III's 1 to 1000, the mean sample count (112) included.
-``fixed-k-rotated``
-    HCCT forced to K = 1, 2, 4, 8 groups (4 is the truth).
+They vary the batch-norm buffers, the clients' size, the scale of alpha and a fixed K.
 """
 
 from __future__ import annotations
@@ -24,10 +10,18 @@ from ..runs.jobs import Job
 __all__ = ["STUDY_GRIDS", "STUDY_PARTS", "SMALL_CLIENTS", "STUDY_ALPHAS", "STUDY_KS"]
 
 SEEDS = (0, 1, 2)
+# small-clients-rotated: 16 clients of 20 training samples (four per rotation); HCCT against
+# Independent, IFCA and Global, each with 1 and 3 local epochs (the remedy tried). alpha 9
+# keeps the default task's balance: alpha times a pair's data part is 9 / 20 ~ 50 / 112, as
+# at the default 112 samples and alpha 50.
 SMALL_CLIENTS = dict(n_clients=16, samples=40, alpha=9.0, epochs=20, cluster_models=4)
 SMALL_SCHEMES = ("hcct", "independent", "ifca", "global")
+# alpha-scale-rotated: HCCT at alpha from Table III's 1 to 1000, the mean sample count included.
 STUDY_ALPHAS = (1.0, 10.0, 50.0, 112.0, 1000.0)
+# fixed-k-rotated: HCCT forced to K groups (4 is the truth).
 STUDY_KS = (1, 2, 4, 8)
+# buffers-rotated: a batch-norm CNN, its updates over parameters (the paper) or with the
+# buffers (the authors' code); epoch cosines recorded.
 BUFFERS = dict(model="digit_cnn_small", record_cosines=True, epochs=15)
 
 

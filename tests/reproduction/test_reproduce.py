@@ -147,6 +147,28 @@ def test_the_committed_report_is_generated_from_the_committed_results():
     assert committed == render_report(RESULTS), "rerun: hcct-lite reproduce (make reproduce)"
 
 
+def test_the_report_is_a_short_guide_in_short_sentences():
+    """Issue 71: a guide of about 2,500 words, sentences of about 15 words, none over 40."""
+    import re
+
+    with open(os.path.join(ROOT, "docs", "reproduction.md")) as f:
+        text = f.read()
+    assert len(text.split()) <= 2600
+    blocks = []  # each bullet, and each paragraph (wrapped over lines), outside tables
+    for line in text.splitlines() + [""]:
+        if not line.strip() or line.startswith(("|", "#", "![")):
+            blocks.append("")
+        elif line.lstrip().startswith("- "):
+            blocks += [line.lstrip()[2:]]
+        else:
+            blocks[-1:] = [(blocks[-1] + " " + line) if blocks else line]
+    sentences = [s.split() for b in blocks for s in re.split(r"[.!?]\s+", b) if s.strip()]
+    longest = max(sentences, key=len)
+    assert len(longest) <= 40, " ".join(longest)
+    assert np.mean([len(s) for s in sentences]) <= 20
+    assert "adjusted Rand" not in text and "kernels: recorded" not in text  # no kernel table
+
+
 def test_workers_give_the_same_results_as_one_process(tmp_path):
     kw = dict(progress=False, log=None, epochs=3)
     one = run_grid("rotated-digits", ["hcct", "maxfl"], [0, 1], str(tmp_path / "a"), **kw)

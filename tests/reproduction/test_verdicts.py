@@ -14,6 +14,7 @@ from hcct_lite.reproduction.verdicts import (
     NOISE,
     claim,
     compare,
+    extreme,
     noise_of,
     per_seed,
     worst_client_claim,
@@ -116,7 +117,14 @@ def test_per_seed_refuses_two_runs_of_one_seed_and_noise_follows_the_device():
     with pytest.raises(ValueError, match="two runs of one variant at seed 0"):
         per_seed(runs)
     assert noise_of([{"provenance": {"device": "cuda (NVIDIA H200)"}}, {}]) == NOISE["cuda"]
-    assert noise_of([{"provenance": {"device": "cpu"}}, {"provenance": None}]) == NOISE["cpu"]
+    pinned = {"provenance": {"device": "cpu", "cpu_capability": "default"}}
+    assert noise_of([pinned, pinned]) == NOISE["cpu"] == 0
+    # a CPU run that recorded no kernels may rerun under others: no bit-for-bit claim
+    unpinned = NOISE["cpu, kernels not recorded"]
+    assert unpinned == NOISE["cuda"] > 0
+    assert noise_of([pinned, {"provenance": {"device": "cpu"}}]) == unpinned
+    assert noise_of([pinned, {"provenance": None}]) == unpinned
+    assert noise_of([]) == NOISE["cpu"]
 
 
 def test_on_the_shipped_fig6_the_claim_holds_only_where_the_noise_allows():
@@ -131,8 +139,9 @@ def test_on_the_shipped_fig6_the_claim_holds_only_where_the_noise_allows():
 
 
 def _worst_runs(hcct, independent=(50.0, 51.0), device="cpu"):
+    prov = {"device": device, **({"cpu_capability": "default"} if device == "cpu" else {})}
     return [
-        {"scheme": scheme, "seed": seed, "final": {"max": worst}, "provenance": {"device": device}}
+        {"scheme": scheme, "seed": seed, "final": {"max": worst}, "provenance": prov}
         for scheme, worsts in (("hcct", hcct), ("independent", independent))
         for seed, worst in enumerate(worsts)
     ]
@@ -191,3 +200,55 @@ def test_table_ii_cells_are_compared_with_the_papers_client_by_client():
         "lower than the paper's for 1 of 3 cells, higher for the others"
     )
     assert table2_against_paper([run("hcct", [1.0, 1.0, 1.0])]).startswith("no cell")
+
+
+def test_the_extreme_variant_and_those_the_rule_cannot_tell_from_it():
+    values = {
+        "a": {0: 5.0, 1: 5.0},
+        "b": {0: 5.5, 1: 4.8},  # higher mean, but lower at seed 1: a tie with "a"
+        "c": {0: 9.0, 1: 9.0},
+    }
+    assert extreme(values, 0.0) == ("a", ["b"])
+    assert extreme(values, 0.0, "higher") == ("c", [])
+    assert extreme({k: values[k] for k in "ac"}, 0.0) == ("a", [])
+    assert extreme({k: values[k] for k in "ac"}, 5.0) == ("a", ["c"])  # within the noise
+    assert extreme({"a": {0: 1.0}}, 0.0) == ("a", [])
+    with pytest.raises(ValueError, match="no variant to judge"):
+        extreme({}, 0.0)
+    with pytest.raises(ValueError, match="way must be"):
+        extreme(values, 0.0, "best")
+
+
+def test_the_shipped_report_says_tie_where_its_rule_does():
+    """Issue 73: Table II's highest pattern and Fig. 4's lowest final-epoch alpha are ties."""
+    from hcct_lite.reproduction.report import render_report
+    from hcct_lite.runs.reading import complete_seeds, load_grid, variant
+
+    results = os.path.join(ROOT, "results")
+    runs = load_grid(results, "motivating")
+    values = {}
+    for r in runs:
+        if variant(r) != "hcct":
+            values.setdefault(variant(r), {})[r["seed"]] = r["final"]["mean"]
+    assert extreme(values, noise_of(runs), "lower") == ("pair-12", [])
+    top, tied = extreme(values, noise_of(runs), "higher")
+    text = render_report(results)
+    assert (
+        f"- Highest: `{top}`, a tie by the rule with " + ", ".join(f"`{t}`" for t in tied) in text
+    )
+    alpha = complete_seeds(load_grid(results, "alpha-cifar10"))
+    noise, ties = noise_of(alpha), {}
+    for ratio in sorted({r["config"]["train_ratio"] for r in alpha}):
+        cells = {}
+        for r in alpha:
+            if r["config"]["train_ratio"] == ratio:
+                cells.setdefault(r["config"]["alpha"], {})[r["seed"]] = r["final"]["mean"]
+        low, tied = extreme(cells, noise)
+        ties[ratio] = sorted([low, *tied])
+    # alpha = 10 is not resolved against the lowest alpha at most ratios: no "alpha <= 1"
+    assert sum(10.0 in t for t in ties.values()) >= 1
+    assert "at every ratio the final error is lowest at alpha <= 1" not in text
+    for names in ties.values():
+        if len(names) > 1:
+            said = ", ".join(f"{a:g}" for a in names[:-1]) + f" and {names[-1]:g}"
+            assert f"a tie of {said} at " in text
