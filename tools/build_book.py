@@ -1,14 +1,18 @@
-"""Build the book: the notebooks, executed in shipped mode, as a Sphinx site (``make book``).
+"""Build the book: the notebooks, the guides and the API reference, as one Sphinx site.
 
-Usage: ``python tools/build_book.py [SITE_DIR]`` (default ``site/``; open ``index.html``).
+Usage: ``python tools/build_book.py [SITE_DIR]`` (``make book``; default ``site/``; open
+``index.html``).
 
 Each notebook runs top to bottom with ``HCCT_MODE=shipped`` (the paper-scale results in
 ``results/``: seconds, no training; ``tools/notebook_exec.py``); Sphinx with MyST-NB and
 the Sphinx Book Theme turns the executed notebooks into a book: a table of contents,
 previous/next links, a search box, every figure with its text alternative (cell metadata
-``alt``). Maths is typeset in the reader's browser by a local copy of MathJax 2 (from the
+``alt``). The guides (``docs/*.md``, ``results/README.md``) follow, then the API reference,
+which autodoc and napoleon write from the numpy docstrings (``tools/book_sources.py``).
+Maths is typeset in the reader's browser by a local copy of MathJax 2 (from the
 PyPI package ``jupyter-server-mathjax``) copied into the site: nothing is fetched at build
-or read time.
+or read time. Sphinx runs with ``-W``: a warning (a broken link, a docstring autodoc cannot
+read) fails the build.
 The book is what a student may read: the exercises' solutions are not in it.
 """
 
@@ -21,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 import nbformat
+from book_sources import documented_modules, write_api, write_guides
 from notebook_exec import AS_SHOWN, NotebookError, execute
 
 __all__ = ["figure_descriptions", "prepare", "build"]
@@ -30,10 +35,30 @@ MATHJAX = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
 STUDENT_NOTE = ("The solutions are not in this notebook", "Your instructor has the solutions.")
 CONF = """\
 # Sphinx configuration of the book, written by tools/build_book.py
+import inspect
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, {root!r})  # the API reference describes this checkout
 project = "hcct-lite"
 html_title = "hcct-lite: collaboration patterns in cross-silo federated learning"
-extensions = ["myst_nb"]
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.napoleon",
+]
 myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 3  # the guides' links to their own sections
+# the API reference: numpy docstrings; each module's table links to its names' entries
+napoleon_google_docstring = False
+napoleon_numpy_docstring = True
+napoleon_use_param = False  # a parameter's type as text: "of shape (n_clients,)" links nothing
+napoleon_use_rtype = False
+autosummary_generate = False
+autodoc_member_order = "bysource"
+python_maximum_signature_line_length = 88
 nb_execution_mode = "off"  # executed in shipped mode before the build
 nb_ipywidgets_js = {{}}  # sliders are static pictures here: no widget manager from a CDN
 html_theme = "sphinx_book_theme"
@@ -59,6 +84,48 @@ mathjax2_config = {{
                 "processEscapes": False, "processEnvironments": False}},
 }}
 exclude_patterns = ["_build"]
+
+
+# a constant without a doc comment has no docstring (autodoc would show its type's)
+def own_docstring(app, what, name, obj, options, lines):
+    if what in ("data", "attribute") and not inspect.isclass(obj):
+        doc = inspect.getdoc(type(obj)) or ""
+        if doc.split() == " ".join(lines).split():
+            lines.clear()
+
+
+# a named tuple's fields are described by its docstring, not as "Alias for field number 0"
+def skip_field_alias(app, what, name, obj, skip, options):
+    return True if (getattr(obj, "__doc__", None) or "").startswith("Alias for field") else None
+
+
+# a docstring's reference to a public name by another of its names (its package's:
+# hcct_lite.partition.client_partition; or its last part, where one entry ends so) leads
+# to the name's entry (tools/book_sources.py writes api_names.json)
+API_NAMES = json.loads(Path(__file__).with_name("api_names.json").read_text())
+SHORT = {{}}
+for entry in set(API_NAMES.values()):
+    SHORT.setdefault(entry.rsplit(".", 1)[-1], set()).add(entry)
+
+
+def to_entry(app, env, node, contnode):
+    if node.get("refdomain") != "py":
+        return None
+    target = node["reftarget"].lstrip(".~")
+    module = node.get("py:module")
+    found = API_NAMES.get(f"{{module}}.{{target}}") or API_NAMES.get(target)
+    if found is None and len(SHORT.get(target, ())) == 1:
+        (found,) = SHORT[target]
+    if found is None:
+        return None
+    py = env.get_domain("py")
+    return py.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], found, node, contnode)
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", own_docstring)
+    app.connect("missing-reference", to_entry)
+    app.connect("autodoc-skip-member", skip_field_alias)
 """
 INDEX = """# hcct-lite: collaboration patterns in cross-silo federated learning
 
@@ -68,11 +135,28 @@ the generalisation bound, the greedy merge, the experiments, and where HCCT's ut
 misleads. Each slider shows its starting picture; run the notebooks in Jupyter for the
 live ones.
 
+The guides say how to teach with it, run it, deploy it and reproduce the paper. The API
+reference documents the package from its docstrings.
+
 ```{{toctree}}
 :maxdepth: 1
-:caption: Notebooks
+:caption: Tutorials
 
-{pages}
+{notebooks}
+```
+
+```{{toctree}}
+:maxdepth: 1
+:caption: Guides
+
+{guides}
+```
+
+```{{toctree}}
+:maxdepth: 1
+:caption: API reference
+
+{api}
 ```
 """
 
@@ -119,12 +203,16 @@ def for_the_book(nb, name: str):
 
 
 def prepare(src: Path, notebooks: list, timeout: int | None = None) -> list:
-    """Write the book's Sphinx sources into ``src``: the executed notebooks, conf, index.
+    """Write the book's Sphinx sources into ``src``: the executed notebooks, the guides,
+    the API reference, conf, index.
 
     ``timeout``: seconds per cell (default ``HCCT_CELL_TIMEOUT``, else 600). A cell that
-    fails stops the build (``SystemExit``), naming the notebook and the cell.
+    fails stops the build (``SystemExit``), naming the notebook and the cell; so does a
+    module the API reference cannot import.
     """
     src.mkdir(parents=True, exist_ok=True)
+    api = write_api(src)  # first: a missing optional part stops the build at once
+    guides = write_guides(src, notebooks, documented_modules())
     shutil.copytree(mathjax_source(), src / "_static" / "mathjax", dirs_exist_ok=True)
     for notebook in notebooks:
         print(f"executing {notebook.name} (shipped mode)", flush=True)
@@ -143,9 +231,13 @@ def prepare(src: Path, notebooks: list, timeout: int | None = None) -> list:
         except (NotebookError, ValueError) as err:
             raise SystemExit(str(err)) from None
         nbformat.write(for_the_book(nb, notebook.name), src / notebook.name)
-    (src / "conf.py").write_text(CONF.format(mathjax=MATHJAX))
-    pages = "\n".join(n.stem for n in notebooks)
-    (src / "index.md").write_text(INDEX.format(pages=pages))
+    (src / "conf.py").write_text(CONF.format(mathjax=MATHJAX, root=str(ROOT)))
+    index = INDEX.format(
+        notebooks="\n".join(n.stem for n in notebooks),
+        guides="\n".join(guides),
+        api="\n".join(api),
+    )
+    (src / "index.md").write_text(index)
     return [src / n.name for n in notebooks]
 
 
