@@ -260,15 +260,17 @@ def build(site: Path, notebooks: list | None = None) -> list:
                 "-j",
                 "1",
                 str(src),
-                str(site),
+                str(Path(tmp) / "site"),
             ],
             capture_output=True,
             text=True,
             timeout=900,
         )
-    if done.returncode != 0:
-        raise SystemExit(f"sphinx-build failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
-    shutil.rmtree(site / ".doctrees", ignore_errors=True)
+        if done.returncode != 0:
+            raise SystemExit(f"sphinx-build failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+        # built in the temporary folder: MyST-NB's jupyter_execute/ beside it goes with it
+        shutil.rmtree(Path(tmp) / "site" / ".doctrees", ignore_errors=True)
+        shutil.copytree(Path(tmp) / "site", site, dirs_exist_ok=True)
     return [site / f"{n.stem}.html" for n in notebooks]
 
 

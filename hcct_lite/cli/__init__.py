@@ -29,12 +29,17 @@ def main(argv=None) -> int:
         return 2
 
 
+# the settings whose option is not their name with dashes (parser.add_run_options)
+_FLAGS = {"n_clients": "--clients"}
+
+
 def _naming_the_option(message: str, argv: list) -> str:
     """``message``, led by the option given where it starts with the setting it sets.
 
     A setting's rule names the setting (``norm_limit must be ...``); the user typed
     ``--norm-limit``, and the line says both.
     """
-    flag = "--" + message.split(" ", 1)[0].replace("_", "-")
+    name = message.split(" ", 1)[0]
+    flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
     given = any(str(a) == flag or str(a).startswith(flag + "=") for a in argv)
     return f"{flag}: {message}" if given and len(flag) > 2 else message

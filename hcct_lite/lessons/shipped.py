@@ -176,7 +176,7 @@ def scheme_runs(
 
 
 def best_epoch_means(runs) -> dict:
-    """``scheme -> `` mean over seeds of the best-epoch mean error (the paper's protocol)."""
+    """``scheme -> mean error``: the best-epoch mean error over seeds (the paper's protocol)."""
     return {s: v[1][0] for s, v in by_scheme(runs).items()}
 
 

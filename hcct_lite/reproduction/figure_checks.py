@@ -39,7 +39,7 @@ def incoming_curves(runs) -> dict:
 
 
 def fig4_incumbents(runs) -> dict:
-    """Fig. 3: ``new clients per period -> `` the initial clients' final mean error, over seeds."""
+    """Fig. 3: ``new clients per period -> mean error`` of the initial clients, over seeds."""
     by = {}
     for r in runs:
         n0 = r["config"]["initial_clients"]
@@ -148,7 +148,7 @@ def complete_sizes(summary: dict, grid: str) -> list:
 
 
 def limited_beats_global(summary: dict, grid: str = "k-vs-n-digit") -> dict:
-    """``N -> `` whether some 1 < K < N beats K = 1 (one global model), for complete N.
+    """``N -> bool``: whether some 1 < K < N beats K = 1 (one global model), for complete N.
 
     ``summary`` as from :func:`fixed_k_summary`; only the N with every K ``grid`` plans.
     """

@@ -8,6 +8,7 @@ by :func:`make_config` from a task's Table III defaults (:data:`~.tasks.TASKS`).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 from dataclasses import dataclass
@@ -47,6 +48,46 @@ class RunConfig:
     built, naming the setting: :class:`SettingTypeError` for a wrong type, ``ValueError``
     out of range (:func:`validate_config`). NumPy scalars become Python numbers,
     ``domains`` a tuple, ``partition`` tuples (:meth:`to_dict` gives lists back).
+    :func:`make_config` fills in a task's Table III defaults.
+
+    Parameters
+    ----------
+    task, scheme : str
+        A registered task and scheme.
+    seed : int in [0, 2**32), default=0
+        Seeds the data split, the models' initial weights and every later draw.
+    model, dataset, domains : str, str, tuple of str
+        The network, and the data set(s) the clients are drawn from.
+    n_clients, samples, train_ratio : int, int, float in (0, 1)
+        The clients N, the average samples per client, the share each trains on.
+    batch_size, lr, lr_decay, local_epochs, epochs : int, float, float, int, int
+        Local SGD: eta^t = lr * lr_decay^(t-1) in epoch t = 1, 2, ..., epochs.
+    alpha : float >= 0, default=1.0
+        The utility's weight of data, U_i = -alpha / D_k + cos(g_i, g_k).
+    cluster_models, soft_groups : int
+        IFCA's and FLSC's cluster models, and the models an FLSC client averages.
+    maxfl_reference_epochs, maxfl_threshold : int, {"distance", "reference-loss"}
+        MAXFL's reference models and its rule.
+    fixed_groups : int or None, default=None
+        The HCCT family forced to exactly K groups (Figs. 5 and 6).
+    update_includes_buffers, authors_round0 : bool, default=False
+        Batch-norm buffers in g_i; the authors' code's first round (docs/schemes.md).
+    partition : tuple of tuples of int or None
+        The ``fixed`` scheme's groups, e.g. ``((0, 1), (2,))``.
+    record_cosines : bool, default=False
+        Store each epoch's pairwise update cosines in the history.
+    initial_clients, new_clients, join_every : int or None, int, int
+        Incoming clients (Fig. 3): clients at epoch 0, and how many join how often.
+    data_root, download, device : str or None, bool, str
+        Where the data sets are, whether torchvision may fetch them, ``cpu``, ``cuda`` or
+        ``auto``; none of them changes what a run computes.
+    options : dict or tuple of (name, value) pairs, default=()
+        The optional parts' settings: the deployment's ``norm_limit``, ``count_bound``,
+        ``aggregator``, ``clip_factor``, ``trim_fraction``; the GPU's ``cuda_graphs``,
+        ``batched_clients``, ``gpu_precision``. Stored without those at their part's
+        default; read one with :meth:`option`. The part that adds a setting checks it.
+        ``dataclasses.replace(cfg, options=...)`` replaces them all: merge with
+        ``{**dict(cfg.options), ...}`` to change one.
 
     Examples
     --------
@@ -149,8 +190,33 @@ def setting_names() -> tuple:
 def _part_default(name: str):
     spec = part_settings()
     if name not in spec:
-        raise ValueError(f"unknown setting {name!r}; choose from {sorted(setting_names())}")
+        fields = {f.name for f in dataclasses.fields(RunConfig)} - {"options"}
+        if name in fields:
+            raise ValueError(f"{name!r} is a RunConfig field, not an option")
+        raise ValueError(f"unknown setting {name!r}{_closest(name, spec)}; options: {sorted(spec)}")
     return spec[name][0]
+
+
+def _closest(name, names) -> str:
+    """``" (did you mean 'x'?)"`` for the name of ``names`` nearest ``name``, else ``""``."""
+    near = difflib.get_close_matches(str(name), list(names), n=1)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def _check_option_type(name: str, value, default) -> None:
+    """A part's setting of the kind of its default: a bool, a number or a str."""
+    kinds = (
+        (bool, "a bool (True or False)", lambda v: isinstance(v, bool)),
+        ((int, float), "a number", is_number),
+        (str, "a str", lambda v: isinstance(v, str)),
+    )
+    for kind, what, ok in kinds:
+        if isinstance(default, kind):
+            if not ok(value):
+                raise SettingTypeError(
+                    f"{name} must be {what}; got {value!r} ({type(value).__name__})"
+                )
+            return
 
 
 def _is_default(value, default) -> bool:
@@ -173,7 +239,9 @@ def _set_options(options) -> tuple:
     for name, value in sorted(pairs.items(), key=lambda kv: str(kv[0])):
         if isinstance(value, np.generic):
             value = value.item()
-        if not _is_default(value, _part_default(name)):
+        default = _part_default(name)
+        _check_option_type(name, value, default)
+        if not _is_default(value, default):
             out.append((name, value))
     return tuple(out)
 
@@ -182,9 +250,12 @@ def _split(settings: dict) -> tuple:
     """``(fields, options)`` of ``settings``: the RunConfig's own, and the parts'."""
     own = {f.name for f in dataclasses.fields(RunConfig)} - {"options"}
     fields = {k: v for k, v in settings.items() if k in own}
-    options = {k: v for k, v in settings.items() if k not in own}
-    if isinstance(settings.get("options"), (dict, tuple, list)):
-        options = {**dict(settings["options"]), **options}
+    options = {k: v for k, v in settings.items() if k not in own and k != "options"}
+    if "options" in settings:  # given whole too
+        try:
+            options = {**dict(settings["options"]), **options}
+        except (TypeError, ValueError):
+            options = settings["options"]  # RunConfig names what is wrong with it
     return fields, options
 
 
@@ -197,9 +268,11 @@ def make_config(task: str, scheme: str, seed: int = 0, **overrides) -> RunConfig
         A registered task (:data:`~hcct_lite.training.tasks.TASKS`) and scheme.
     seed : int in [0, 2**32), default=0
     **overrides
-        Other :class:`RunConfig` fields (``None`` ones ignored); ``alpha`` defaults to the
-        task's for HCCT, HCCT-E or HCCT-P (Table III), ``cluster_models`` and
-        ``soft_groups`` to at most ``n_clients``. A bad one raises ``ValueError``.
+        Other :class:`RunConfig` fields, and the optional parts' settings (``norm_limit``,
+        ``aggregator``, ``batched_clients``, ...), which become its ``options``. ``None``
+        ones are ignored. ``alpha`` defaults to the task's for HCCT, HCCT-E or HCCT-P
+        (Table III), ``cluster_models`` and ``soft_groups`` to at most ``n_clients``. A
+        bad one raises ``ValueError``.
 
     Returns
     -------
@@ -225,9 +298,10 @@ def make_config(task: str, scheme: str, seed: int = 0, **overrides) -> RunConfig
         spec["cluster_models"] = min(spec.get("cluster_models", RunConfig.cluster_models), n)
         if overrides.get("soft_groups") is None:
             spec["soft_groups"] = min(spec.get("soft_groups", RunConfig.soft_groups), n)
-    unknown = set(spec) - set(setting_names())
+    unknown = sorted(set(spec) - set(setting_names()) - {"options"}, key=str)
     if unknown:
-        raise ValueError(f"unknown settings {sorted(unknown)}")
+        names = setting_names()
+        raise ValueError(f"unknown settings {unknown}{_closest(unknown[0], names)}")
     if is_number(seed) and math.isfinite(seed) and seed == int(seed):
         seed = int(seed)  # 3.0 or a NumPy int: anything else is named by RunConfig
     fields, options = _split(spec)

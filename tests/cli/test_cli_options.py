@@ -143,6 +143,7 @@ def test_every_common_option_naming_a_setting_is_passed_on_once():
         (["--lr=-1"], "--lr: lr must be a finite number > 0"),
         (["--epochs", "0"], "--epochs: epochs must be in [1, 100000]"),
         (["--cluster-models", "99"], "--cluster-models: cluster_models must be in [1, 8]"),
+        (["--clients", "0"], "--clients: n_clients must be in [1, 10000]"),
     ],
 )
 def test_a_bad_value_is_refused_in_one_line_naming_the_option_typed(argv, start, capsys):

@@ -48,7 +48,7 @@ CAPTIONS = ["Tutorials", "Guides", "API reference"]
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
+    out = tmp_path_factory.mktemp("book") / "site"  # alone in its folder: see what is beside it
     return out, build(out)
 
 
@@ -59,6 +59,7 @@ def test_the_book_has_a_contents_page_every_notebook_and_nothing_online(site):
     assert all(f'href="{name}"' in index for name in PAGES)  # the table of contents
     assert (out / "search.html").is_file() and (out / "searchindex.js").is_file()
     assert (out / "_static" / "mathjax" / "MathJax.js").is_file()
+    assert list(out.parent.iterdir()) == [out]  # nothing left beside it (jupyter_execute/)
     for page in [*pages, out / "index.html", out / "search.html"]:
         text = page.read_text()
         assert not ONLINE.findall(text), (page.name, ONLINE.findall(text)[:3])

@@ -245,7 +245,7 @@ def test_the_parts_settings_are_options_a_stored_config_writes_flat():
     ("options", "message"),
     [
         ({"norm_limt": 20.0}, "unknown setting 'norm_limt'"),
-        ({"epochs": 3}, "unknown setting 'epochs'"),  # a field is no part's setting
+        ({"epochs": 3}, "'epochs' is a RunConfig field, not an option"),
         ("norm_limit=20", "options must be a dict"),
         (5, "options must be a dict"),
         ([("norm_limit",)], "options must be a dict"),
@@ -254,3 +254,24 @@ def test_the_parts_settings_are_options_a_stored_config_writes_flat():
 def test_options_that_no_part_adds_are_refused_naming_them(options, message):
     with pytest.raises(ValueError, match=message):
         RunConfig(**BASE, options=options)
+
+
+def test_option_messages_name_the_mistake():
+    with pytest.raises(
+        ValueError, match=r"unknown settings \['norm_limt'\] .did you mean 'norm_limit'"
+    ):
+        make_config("rotated-digits", "hcct", norm_limt=20.0)
+    with pytest.raises(ValueError, match="'epochs' is a RunConfig field, not an option"):
+        RunConfig(**BASE, options={"epochs": 5})
+    for name, value, kind in [
+        ("norm_limit", "20", "a number"),
+        ("aggregator", 3, "a str"),
+        ("cuda_graphs", 1, "a bool"),
+    ]:  # a part's setting of the wrong type is a SettingTypeError, as a field's is
+        with pytest.raises(SettingTypeError, match=f"{name} must be {kind}"):
+            make_config("rotated-digits", "hcct", **{name: value})
+    # options given whole and one by one are merged; a whole that is no dict is named
+    both = make_config("rotated-digits", "hcct", options={"norm_limit": 20.0}, aggregator="median")
+    assert both.options == (("aggregator", "median"), ("norm_limit", 20.0))
+    with pytest.raises(ValueError, match="options must be a dict"):
+        make_config("rotated-digits", "hcct", options=5)
