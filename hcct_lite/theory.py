@@ -197,7 +197,12 @@ def utility(alpha, group_size, cosine):
 
 
 def learning_rate_sum(epochs=None, lr=0.1, decay=0.995) -> float:
-    """``xi_T``: the sum of ``lr * decay**t`` over epochs ``t < T`` (Theorem 2's divisor).
+    """``xi_T``: the sum of the first T epochs' learning rates (Theorem 2's divisor).
+
+    Epochs count from 1, as the training does: epoch ``t`` trains at
+    ``eta^t = lr * decay**(t - 1)``, so the first at ``lr``, and
+    ``xi_T = eta^1 + ... + eta^T``. (The paper sums ``t = 0 .. T-1`` but writes Table III's
+    rate as ``0.1 * 0.995^(t-1)``: an indexing clash. Here the sum has T terms, from ``lr``.)
 
     ``epochs`` None gives the limit as T grows: ``lr / (1 - decay)`` for ``decay < 1``
     (finite: the geometric schedule of Table III does not meet the Corollary's condition
@@ -224,6 +229,8 @@ def learning_rate_sum(epochs=None, lr=0.1, decay=0.995) -> float:
     Examples
     --------
     >>> from hcct_lite.theory import learning_rate_sum
+    >>> learning_rate_sum(1), round(learning_rate_sum(2), 6)  # 0.1, then 0.1 + 0.0995
+    (0.1, 0.1995)
     >>> round(learning_rate_sum(3, lr=0.1, decay=0.5), 6)  # 0.1 + 0.05 + 0.025
     0.175
     >>> round(learning_rate_sum(), 6), learning_rate_sum(decay=1.0)

@@ -2,18 +2,16 @@
 
 ``hl.check("01.2", answer)`` judges an answer at once, against one computed from the mode's
 own data (:mod:`.answers`). Hints teach the method; none states the answer. Notebook 06,
-the final assessment, is graded with hidden tests, so nothing here knows its answers.
+the final assessment, is graded apart (``make grade``): nothing here knows its answers.
 """
 
 from __future__ import annotations
 
-from .answers import ANSWERS, break_even_with
+from .answers import ANSWERS, best_epoch_gain, break_even_with
 from .checks import Exercise, Verdict, read_answer, verdict
 from .modes import current_mode
 
 __all__ = ["EXERCISES", "check"]
-
-_SCHEMES = ("independent", "global", "hcct", "hcct-e", "hcct-p", "maxfl", "fedfa", "ifca", "flsc")
 
 _LIST = [
     Exercise(
@@ -82,8 +80,9 @@ _LIST = [
         ANSWERS["02.2"],
         kind="integer",
         wrong=(400, 402, 200),
-        hint="Scan D_G upwards from 200 until hl.join_gain(200, D_G, 0.1, delta=0.1) is "
-        "strictly positive: a gain of exactly 0 does not lower the bound.",
+        hint="The gain is the sample term the client sheds (its own minus the group's) "
+        "less the divergence it takes on. Find the group size where the two are equal; "
+        "a gain of exactly 0 does not lower the bound.",
     ),
     Exercise(
         "02.3",
@@ -109,9 +108,10 @@ _LIST = [
         "a number of epochs (a whole number)",
         ANSWERS["02.5"],
         kind="integer",
-        wrong=(100, 200),
-        hint="hl.learning_rate_sum(T) is xi_T and hl.learning_rate_sum() its limit: find "
-        "the first T where the first reaches half the second.",
+        wrong=(100, 200, 138, 140),
+        hint="Each epoch's rate is 0.995 times the last, so the part of the limit not yet "
+        "reached shrinks by that factor every epoch. When has it halved? The first "
+        "epoch, at 0.1, is t = 1.",
     ),
     Exercise(
         "03.1",
@@ -140,9 +140,9 @@ _LIST = [
         ANSWERS["03.3"],
         kind="integer",
         wrong=(10, 0),
-        hint="Loop over seed in range(10): draw clustered_updates([3, 3, 2], dim=2000, "
-        "noise=1.5, seed=seed), partition at alpha = 100, and count the seeds whose "
-        "groups are exactly the true clusters (compare sorted groups).",
+        hint="A draw counts only when no cluster is split and none joined to another. "
+        "The partition and the truth list clients in different orders and forms: "
+        "compare them as sets of clients, not as lists.",
     ),
     Exercise(
         "03.4",
@@ -155,13 +155,13 @@ _LIST = [
     ),
     Exercise(
         "04.1",
-        'a scheme\'s name, e.g. "ifca"',
+        "points below the final epoch (a number, to two decimals)",
         ANSWERS["04.1"],
-        kind="choice",
-        options=_SCHEMES,
-        wrong=("hcct",),
-        hint="hl.by_scheme(runs['cifar10'])[scheme] is ((final mean, std, n), (best mean, "
-        "std, n)): compute final minus best for every scheme and take the largest.",
+        decimals=2,
+        wrong=(lambda: best_epoch_gain("cifar10", "maxfl"), 0.0),
+        hint="Work seed by seed: one mean error per epoch, over that run's clients; keep "
+        "the lowest and subtract it from the run's final mean. Then average the "
+        "seeds. Each client's own minimum is the other protocol, not this one.",
     ),
     Exercise(
         "04.2",
@@ -174,12 +174,13 @@ _LIST = [
     ),
     Exercise(
         "04.3",
-        "[pairs with buffers, pairs over parameters], two whole numbers",
+        "[with buffers, over parameters], two whole numbers",
         ANSWERS["04.3"],
         kind="sequence",
-        wrong=([-1, -1], [0, 45]),
-        hint="Each ablation entry's 'cosines' is a 10 x 10 matrix: count the entries above "
-        "the diagonal (np.triu_indices) that exceed 0.9, with buffers, then without.",
+        wrong=([0, 0], [45, 0], [-1, -1]),
+        hint="In each matrix, sort the pairs into those within one domain and those across "
+        "two (each entry lists its clients' domains), counting each pair once. Find the "
+        "least similar pair within a domain, then count the pairs across above it.",
     ),
     Exercise(
         "04.4",
@@ -187,18 +188,19 @@ _LIST = [
         ANSWERS["04.4"],
         decimals=0,
         wrong=(1.0, 100.0),
-        hint="hl.break_even_grid([185], [cosine]) with the within-domain mean cosine "
-        "over parameters, ablation['parameters']['same'].",
+        hint="Check the cosine you used: over trainable parameters, not with the buffers, "
+        "and within one domain, not across two. Then round the break-even alpha to the "
+        "nearest whole number rather than cutting it.",
     ),
     Exercise(
         "05.1",
-        "the cosine (a number, to two decimals)",
+        "the number of samples (a whole number)",
         ANSWERS["05.1"],
-        decimals=2,
-        wrong=(0.5, 0.98),
-        hint="The break-even alpha falls as the cosine rises: on a fine grid of cosines "
-        "(step 0.001 or finer), find the first whose hl.break_even_grid([112], ...) "
-        "is below 50.",
+        kind="integer",
+        wrong=(lambda: ANSWERS["05.1"]() + 1, 112),
+        hint="For two equal clients the break-even alpha is their sample count times a "
+        "factor that depends on the cosine alone. Solve for the count; they merge only "
+        "while the break-even alpha stays strictly below 50.",
     ),
     Exercise(
         "05.2",
@@ -206,8 +208,9 @@ _LIST = [
         ANSWERS["05.2"],
         decimals=1,
         wrong=(4.0, 16.0),
-        hint="small[('hcct', 1)]['groups'] is HCCT's mean number of groups per epoch with "
-        "one local epoch.",
+        hint="Count every group, a client alone included. Average over the epochs from "
+        "the second on (the first trains every client alone), then over the seeds, for "
+        "HCCT with one local epoch. Section 2's summary of the study holds this.",
     ),
     Exercise(
         "05.3",
@@ -215,8 +218,9 @@ _LIST = [
         ANSWERS["05.3"],
         decimals=3,
         wrong=(1.0, 0.9),
-        hint="Mask ablation['buffers']['cosines'] where the two clients' rotations "
-        "(ablation['buffers']['domains']) differ, and take the minimum.",
+        hint="Only pairs of clients with different rotations count; a client with itself "
+        "is no pair. The buffer study's ablation entry lists each client's rotation "
+        "beside its epoch-1 cosines (seed 0), with the buffers in the update.",
     ),
     Exercise(
         "05.4",
@@ -233,8 +237,8 @@ _LIST = [
         ANSWERS["05.5"],
         decimals=1,
         wrong=(4.0, 4.5, 5.5, 10.0),
-        hint="Scan alpha from 1 upwards in steps of 0.1 and watch the designer's groups "
-        "(designer.picture(silos, alpha)['partition'].n_groups): the answer is the "
+        hint="Find the last slider value with three groups and the first with two, then "
+        "try every tenth between them with the designer's picture: the answer is the "
         "first alpha at which both pairs have formed.",
     ),
 ]

@@ -229,7 +229,12 @@ def test_clients_counted_from_zero_are_told_so(capsys):
 def test_the_boundaries_the_issue_found_are_exact(capsys):
     assert right_answer("02.2") == 401 and not check("02.2", 400) and not check("02.2", 402)
     assert right_answer("05.5") == 5.0 and not check("05.5", 4.0) and not check("05.5", 4.9)
-    assert check("05.1", 0.21) and check("05.1", "0.207")  # printed to two decimals
+    # 186 samples each merge at cosine 0.5 and alpha = 50 (break-even 49.8), 187 do not (50.1)
+    assert right_answer("05.1") == 186 and not check("05.1", 187)
+    # one epoch for the whole federation keeps a sliver of MAXFL's best-epoch gain
+    assert check("04.1", 0.35) and check("04.1", "0.349") and not check("04.1", 9.93)
+    assert right_answer("04.3") == [30, 33] and not check("04.3", [0, 0])  # not the means'
+    assert right_answer("02.5") == 139  # xi_T from the first epoch's 0.1: 138 and 140 are off
     for boolean in ("01.3", "01.4"):
         truth = right_answer(boolean)
         assert check(boolean, np.bool_(truth)) and check(boolean, np.array(truth))

@@ -110,11 +110,34 @@ def test_theory_helpers_name_the_bad_argument(call, name):
         call()
 
 
+def eta(t):
+    """Table III's rate of epoch t, epochs counted from 1: the first trains at 0.1."""
+    return 0.1 * 0.995 ** (t - 1)
+
+
 def test_learning_rate_sum_is_the_schedules_sum_and_its_limit():
-    eta = [0.1 * 0.995**t for t in range(50)]
-    assert learning_rate_sum(50) == pytest.approx(sum(eta), rel=1e-12)
+    # xi_T = eta^1 + ... + eta^T: T terms, the first 0.1 (not the paper's t = 0 .. T-1)
+    assert learning_rate_sum(1) == pytest.approx(0.1, rel=1e-12)
+    assert learning_rate_sum(2) == pytest.approx(0.1 + 0.0995, rel=1e-12)
+    assert learning_rate_sum(3) == pytest.approx(0.1 + 0.0995 + 0.09900250, rel=1e-12)
+    for epochs in (1, 2, 3, 20, 50):
+        exact = sum(eta(t) for t in range(1, epochs + 1))
+        assert learning_rate_sum(epochs) == pytest.approx(exact, rel=1e-12)
+    assert learning_rate_sum(20) == pytest.approx(1.91, abs=0.005)  # notebook 02 prints it
     assert learning_rate_sum(0) == 0.0
     assert learning_rate_sum(None) == pytest.approx(20.0)  # 0.1 / (1 - 0.995)
     assert learning_rate_sum(1000) < learning_rate_sum(None)
     assert learning_rate_sum(30, decay=1.0) == pytest.approx(3.0)
     assert learning_rate_sum(None, decay=1.0) == float("inf")
+
+
+def test_learning_rate_sum_adds_the_rates_the_training_uses():
+    # the engine's recorded rate per epoch, the first at 0.1, sums to xi_T epoch by epoch
+    from hcct_lite.training.config import make_config
+    from hcct_lite.training.engine import run_experiment
+
+    cfg = make_config("rotated-digits", "independent", 0, epochs=3)
+    rates = [h["lr"] for h in run_experiment(cfg, progress=False)["history"]]
+    assert rates == pytest.approx([eta(1), eta(2), eta(3)], rel=1e-12)
+    for epochs in (1, 2, 3):
+        assert sum(rates[:epochs]) == pytest.approx(learning_rate_sum(epochs), rel=1e-12)
