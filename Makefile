@@ -91,11 +91,11 @@ bench: venv
 # The paper's grids at Table III settings into results/ (resumable), then docs/reproduction.md.
 # Pick grids and a GPU with e.g. REPRODUCE_ARGS="--grids schemes-cifar10 --device cuda".
 WORKERS ?= 2
-reproduce: venv
+reproduce: core
 	$(BIN)/hcct-lite reproduce --workers $(WORKERS) $(REPRODUCE_ARGS)
 
 # Regenerate docs/reproduction.md from results/ without running anything.
-report: venv
+report: core
 	$(BIN)/python -c "from hcct_lite.reproduction.report import write_report; write_report()"
 
 # Notebooks run outside the tests through tools/notebook_exec.py (nbclient): a fresh kernel
@@ -110,26 +110,30 @@ figures: venv
 	HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg $(EXEC) --mode shipped notebooks/*.ipynb
 	HCCT_FIG_DIR=$(CURDIR)/figures MPLBACKEND=Agg $(EXEC) --mode quick notebooks/04_experiments.ipynb
 
-# The book: the notebooks executed in shipped mode, built by Sphinx (MyST-NB, Sphinx Book
-# Theme) into site/, offline: a table of contents, previous/next, search, local MathJax.
+# The book: the notebooks executed in shipped mode, the guides and the API reference
+# (autodoc, numpy docstrings), built by Sphinx (MyST-NB, Sphinx Book Theme) into site/,
+# offline: a table of contents, previous/next, search, local MathJax. A warning fails it.
 book: venv
 	$(BIN)/python tools/build_book.py site
 
 # The classroom editions, generated (not committed): classroom/student/ (no solutions, no
 # outputs; each checked to run top to bottom in shipped mode), classroom/instructor/
-# (solutions shown and run, outputs kept; the final assessment's autograder, built by
-# otter-grader) and classroom/student-kit/ (+ .zip: what to hand out, nothing of docs/).
+# (solutions shown and run, outputs kept; the final assessment worked for an example id)
+# and classroom/student-kit/ (+ .zip: what to hand out, nothing of docs/ or tools/).
 # docs/teaching.md says how to use them.
 classroom: venv
 	$(BIN)/python tools/make_classroom.py classroom
 
-# Grade the final assessment's submitted notebooks with otter-grader's otter run (on this
-# machine, no container): make grade SUBMISSIONS="hand-ins/*.ipynb" writes GRADES.
+# Grade the final assessment's submitted notebooks: make grade SUBMISSIONS="hand-ins/*.ipynb"
+# writes GRADES. Each runs in a fresh kernel in a temporary folder, against a read-only copy
+# of the package and results/; each student's key is computed here from their student_id,
+# and a submission that changes files is flagged and scores 0. A cell that runs past
+# GRADE_TIMEOUT seconds stops that notebook there. docs/teaching.md says what it cannot stop.
 GRADES ?= grades.csv
+GRADE_TIMEOUT ?= 120
 grade: venv
-	@test -f classroom/instructor/06_assessment-autograder.zip || { echo "run make classroom first"; exit 1; }
 	@test -n "$(SUBMISSIONS)" || { echo 'name the notebooks: make grade SUBMISSIONS="hand-ins/*.ipynb"'; exit 1; }
-	$(BIN)/python tools/assessment.py grade classroom/instructor/06_assessment-autograder.zip $(SUBMISSIONS) --csv $(GRADES)
+	$(BIN)/python tools/assessment.py grade $(SUBMISSIONS) --csv $(GRADES) --timeout $(GRADE_TIMEOUT)
 
 # Refresh the outputs nbval checks, then strip every other output (small diffs) with
 # nbstripout: a cell keeps its outputs when its metadata says keep_output (the cells marked
@@ -144,7 +148,7 @@ notebooks: venv
 	MPLBACKEND=Agg $(EXEC) --mode quick --inplace notebooks/*.ipynb
 	$(BIN)/nbstripout $(NBSTRIPOUT_ARGS) notebooks/*.ipynb
 
-lab: venv
+lab: core
 	$(BIN)/jupyter lab notebooks/
 
 clean:

@@ -143,6 +143,7 @@ _TEACHING = {
     "hcct_lite.partition.reference": ["compare_speed"],
     "hcct_lite.partition.synthetic": ["clustered_updates"],
     "hcct_lite.lessons.exercises": ["check", "EXERCISES"],
+    "hcct_lite.lessons.assessment": ["assessment_variant"],
     "hcct_lite.theory": [
         "alpha_equivalent",
         "join_gain",

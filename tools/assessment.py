@@ -1,43 +1,68 @@
-"""The final assessment (notebook 06) through otter-grader, and the students' kit.
+"""The final assessment (notebook 06): its student edition, each student's key, the kit.
 
-    python tools/assessment.py OUT                          # make classroom's part for 06
-    python tools/assessment.py grade ZIP SUBMISSION ... [--csv GRADES]   # make grade
+    python tools/assessment.py OUT                     # make classroom's part for 06
+    python tools/assessment.py grade SUBMISSION ... [--csv GRADES] [--timeout S] [--total S]
+    python tools/assessment.py key STUDENT_ID          # one student's numbers and key
 
 ``docs/solutions/06_assessment.ipynb`` is the assessment's source in otter-grader's format:
-each question's solution and a hidden test whose right answer reads ``KEY``. The build
+six questions, each with its solution. ``otter assign`` turns it into the student edition
+(no solution) and the solved edition. Each student writes their id in the first code cell;
+:func:`hcct_lite.lessons.assessment.assessment_variant` draws their numbers from it, and
+:func:`answer_key` computes their key here, with the functions the solutions call. This
+file is not in the kit, so no student has the keys. ``grade`` runs ``tools/grading.py``.
 
-1. runs the source's code (its solutions) in a fresh Python process in shipped mode and
-   reads ``answer_1`` ... ``answer_6``: the key, computed from the shipped results;
-2. writes each answer into its question's hidden test in place of ``KEY``;
-3. runs ``otter assign``: ``OUT/assessment/student/`` (the questions, no solution, no
-   test) and ``OUT/assessment/autograder/`` (the solutions and the autograder zip, whose
-   hidden tests ``otter run`` uses to grade a submission on the teacher's machine).
-
-:func:`write_kit` then writes the folder a teacher hands out, ``OUT/student-kit/``, and the
-same as a zip: the package, the shipped results and the student editions of every
-notebook, nothing else (no ``docs/``: no solution, no answer of 06, no hidden test).
+:func:`write_kit` writes the folder a teacher hands out, ``OUT/student-kit/``, and the same
+as a zip: the package, the shipped results and the student editions of every notebook,
+nothing else (no ``docs/``, no ``tools/``: no solution and no key).
 """
 
 from __future__ import annotations
 
+import argparse
+import copy
+import functools
 import json
-import os
+import math
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
+import numpy as np
 
-__all__ = ["SOURCE", "answer_key", "build_assessment", "grade", "write_kit", "main"]
+import hcct_lite as hl
+from hcct_lite.lessons.assessment import assessment_variant
+from hcct_lite.lessons.modes import Mode
+
+__all__ = [
+    "SOURCE",
+    "EXAMPLE_ID",
+    "QUESTIONS",
+    "answer_key",
+    "build_assessment",
+    "with_student_id",
+    "write_kit",
+    "main",
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "docs" / "solutions" / "06_assessment.ipynb"
 NAME = "06_assessment.ipynb"
-QUESTION = re.compile(r"^# BEGIN QUESTION\s*\nname:\s*(q\d+)\s*$", re.M)
+EXAMPLE_ID = "example"  # the id of the instructor edition's worked answers
+# how each computed answer is judged: the kind and decimals of checks.judge
+QUESTIONS = {
+    1: ("number", 1),
+    2: ("integer", None),
+    3: ("number", 1),
+    4: ("integer", None),
+    5: ("number", 2),
+    6: ("sequence", None),
+}
+ID_LINE = re.compile(r"^student_id\s*=\s*(['\"]).*?\1", re.M)
 # the package, its metadata and the shipped results: what a student's kernel needs
 KIT = ("hcct_lite", "results", "pyproject.toml", "environment.yml", "LICENSE")
+SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
 KIT_README = """# hcct-lite: the notebooks
 
     python -m venv .venv && .venv/bin/pip install -e .     # or: conda env create -f environment.yml
@@ -45,76 +70,126 @@ KIT_README = """# hcct-lite: the notebooks
 
 Work through notebooks 01 to 05: each exercise has a check cell that tells you at once
 whether your answer is right, with a hint when it is not. Notebook 06 is the final
-assessment: your teacher grades the notebook you hand in. The notebooks read the
-paper-scale runs in `results/` (HCCT_MODE=shipped, the default).
+assessment: write your student id in its first code cell; your teacher grades the notebook
+you hand in. The notebooks read the paper-scale runs in `results/` (HCCT_MODE=shipped, the
+default).
 """
 
 
-def _source_code(nb) -> str:
-    """The code a run of the source executes: every code cell outside the tests."""
-    code, in_tests = [], False
-    for cell in nb.cells:
-        if cell.cell_type == "raw":
-            text = cell.source.strip()
-            in_tests = text.startswith("# BEGIN TESTS") or (
-                in_tests and not text.startswith("# END TESTS")
-            )
-        elif cell.cell_type == "code" and not in_tests:
-            code.append(cell.source)
-    return "\n\n".join(code)
+# --- the keys: trusted code, the same library functions the solutions call -------------
 
 
-_PLAIN = """
-import json, numpy as np
-def plain(v):
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return [plain(x) for x in v]
-    return v
-print("KEY:" + json.dumps({k: plain(v) for k, v in sorted(globals().items())
-                           if k.startswith("answer_")}))
-"""
+def key_1(q) -> float:
+    """The alpha above which merging the two clients of ``q`` (a ``Q1``) pays."""
+    updates = np.array([[1.0, 0.0], [q.cosine, math.sqrt(1.0 - q.cosine**2)]])
+    sim, data = hl.benefit_parts(updates, list(q.sizes), [0], [1])
+    return -sim / data
 
 
-def answer_key(source: Path = SOURCE) -> dict:
-    """``{"answer_1": ..., ...}``: the source's solutions run in a fresh shipped-mode process."""
-    nb = nbformat.read(source, as_version=4)
-    env = dict(os.environ, HCCT_MODE="shipped", MPLBACKEND="Agg")
-    done = subprocess.run(
-        [sys.executable, "-c", _source_code(nb) + _PLAIN],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
+def key_2(q) -> int:
+    """The smallest group size whose join strictly lowers the bound of ``q`` (a ``Q2``)."""
+    sizes = np.arange(1, 100_000)
+    gains = hl.join_gain(q.samples, sizes, q.divergence, delta=q.delta)
+    if not (gains > 0).any():
+        raise ValueError(f"{q}: no group size pays")
+    return int(sizes[np.argmax(gains > 0)])
+
+
+def q3_updates(q):
+    """The updates, sizes and true groups of ``q`` (a ``Q3``)."""
+    updates, sizes, truth = hl.clustered_updates(
+        list(q.clusters), dim=q.dim, noise=q.noise, seed=q.seed
     )
-    if done.returncode != 0:
-        raise SystemExit(f"{source}: its solutions failed in shipped mode:\n{done.stderr[-3000:]}")
-    line = next(x for x in done.stdout.splitlines() if x.startswith("KEY:"))
-    return json.loads(line[4:])
+    groups = sorted(np.flatnonzero(truth == c).tolist() for c in np.unique(truth))
+    return updates, sizes, groups
 
 
-def _with_key(nb, key: dict):
-    """A copy of the source with each hidden test's ``KEY`` replaced by its answer."""
-    out, question = nbformat.from_dict(json.loads(json.dumps(nb))), None
-    for cell in out.cells:
-        found = QUESTION.search(cell.source) if cell.cell_type == "raw" else None
-        question = found.group(1) if found else question
-        if cell.cell_type == "code" and "KEY" in cell.source:
-            answer = key.get(f"answer_{question[1:]}")
-            if answer is None:
-                raise SystemExit(f"{SOURCE.name}: question {question} has no answer_{question[1:]}")
-            cell.source = re.sub(r"\bKEY\b", repr(answer), cell.source)
-    return out
+def q3_finds(q, alphas) -> list:
+    """Whether Algorithm 2 returns exactly the true clusters of ``q`` at each alpha."""
+    updates, sizes, groups = q3_updates(q)
+    return [
+        sorted(map(sorted, hl.client_partition(updates, sizes, float(a)).groups)) == groups
+        for a in alphas
+    ]
 
 
-def build_assessment(out: Path, source: Path = SOURCE) -> dict:
-    """Run otter assign on the keyed source into ``out``; return the key it used."""
-    key = answer_key(source)
+Q3_SCAN = np.geomspace(1.0, 1000.0, 61)
+
+
+def key_3(q) -> float:
+    """The alpha above which Algorithm 2 stops returning the true clusters of ``q``."""
+    found = q3_finds(q, Q3_SCAN)
+    if not any(found) or found[-1]:
+        raise ValueError(f"{q}: no bracket in alpha = 1 .. 1000")
+    last = max(i for i, f in enumerate(found) if f)
+    low, high = float(Q3_SCAN[last]), float(Q3_SCAN[last + 1])
+    while high - low > 1e-6:
+        mid = (low + high) / 2
+        low, high = (mid, high) if q3_finds(q, [mid])[0] else (low, mid)
+    return high
+
+
+def key_4(q) -> int:
+    """The first T at which the constant rate of ``q`` (a ``Q4``) sums more than Table III's."""
+    for t in range(1, 100_000):
+        if hl.learning_rate_sum(t, lr=q.rate, decay=1.0) > hl.learning_rate_sum(t):
+            return t
+    raise ValueError(f"{q}: never larger")
+
+
+@functools.cache
+def _scheme_runs(task: str) -> tuple:
+    return tuple(hl.scheme_runs(Mode("shipped"), task))
+
+
+@functools.cache
+def _grid_runs(grid: str) -> tuple:
+    return tuple(hl.grid_runs(Mode("shipped"), grid))
+
+
+def q5_finals(q) -> dict:
+    """``scheme -> (mean, std)`` of the final-epoch mean error over the seeds of ``q``."""
+    stats = hl.by_scheme([r for r in _scheme_runs(q.task) if r["seed"] in q.seeds])
+    return {scheme: s[0][:2] for scheme, s in stats.items()}
+
+
+def key_5(q) -> float:
+    """HCCT's final-epoch mean error minus the other scheme's, over the seeds of ``q``."""
+    finals = q5_finals(q)
+    return finals["hcct"][0] - finals[q.other][0]
+
+
+def q6_summary(q) -> tuple:
+    """``(ks, errors, utilities)`` of ``q``'s grid at its N, over its seeds."""
+    runs = [r for r in _grid_runs(q.grid) if r["seed"] in q.seeds]
+    return hl.fixed_k_summary(runs)[q.n_clients]
+
+
+def key_6(q) -> list:
+    """``[K of the lowest mean error, K of the highest total utility]`` for ``q``."""
+    ks, errors, utilities = q6_summary(q)
+    return [int(ks[int(np.argmin(errors))]), int(ks[int(np.argmax(utilities))])]
+
+
+def answer_key(student_id: str) -> dict:
+    """``{"answer_1": ..., ..., "answer_6": ...}``: the key of ``student_id``'s variant."""
+    v = assessment_variant(student_id)
+    keys = (key_1(v.q1), key_2(v.q2), key_3(v.q3), key_4(v.q4), key_5(v.q5), key_6(v.q6))
+    return {f"answer_{i}": k for i, k in enumerate(keys, 1)}
+
+
+# --- the editions -------------------------------------------------------------------------
+
+
+def build_assessment(out: Path, source: Path = SOURCE) -> None:
+    """Run ``otter assign`` on the source into ``out``: ``student/`` and ``autograder/``.
+
+    ``out/student/06_assessment.ipynb`` holds the questions and no solution;
+    ``out/autograder/06_assessment.ipynb`` the solutions (the instructor edition, once
+    given an id by :func:`with_student_id`). Otter's own autograder zip is not used.
+    """
     out.mkdir(parents=True, exist_ok=True)
-    keyed = out / NAME
-    nbformat.write(_with_key(nbformat.read(source, as_version=4), key), keyed)
+    shutil.copy(source, out / NAME)
     done = subprocess.run(
         [sys.executable, "-m", "otter", "assign", "--no-pdfs", NAME, "."],
         cwd=out,
@@ -122,17 +197,23 @@ def build_assessment(out: Path, source: Path = SOURCE) -> dict:
         text=True,
         timeout=600,
     )
-    keyed.unlink()
+    (out / NAME).unlink()
     if done.returncode != 0:
         raise SystemExit(f"otter assign failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    shutil.rmtree(out / "student" / "tests", ignore_errors=True)  # public tests: none
-    return key
+    for leftover in (out / "autograder").glob("*.zip"):
+        leftover.unlink()
+    for folder in ("student", "autograder"):
+        shutil.rmtree(out / folder / "tests", ignore_errors=True)
 
 
-def autograder_zip(out: Path) -> Path:
-    """The autograder zip ``otter assign`` wrote into ``out/autograder``."""
-    (zip_path,) = sorted((out / "autograder").glob("*-autograder_*.zip"))
-    return zip_path
+def with_student_id(nb, student_id: str):
+    """A copy of ``nb`` whose ``student_id = "..."`` line holds ``student_id``."""
+    out, line = copy.deepcopy(nb), f"student_id = {json.dumps(student_id)}"
+    for cell in out.cells:
+        if cell.cell_type == "code" and ID_LINE.search(cell.source):
+            cell.source = ID_LINE.sub(lambda _: line, cell.source, count=1)
+            return out
+    raise ValueError('the notebook has no line student_id = "..."')
 
 
 def write_kit(out: Path, student_notebooks: Path) -> Path:
@@ -140,58 +221,42 @@ def write_kit(out: Path, student_notebooks: Path) -> Path:
     kit = out / "student-kit"
     shutil.rmtree(kit, ignore_errors=True)
     kit.mkdir(parents=True)
-    skip = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
     for name in KIT:
         path = ROOT / name
         if path.is_dir():
-            shutil.copytree(path, kit / name, ignore=skip)
+            shutil.copytree(path, kit / name, ignore=SKIP)
         elif path.is_file():
             shutil.copy2(path, kit / name)
     (kit / "README.md").write_text(KIT_README)
-    shutil.copytree(student_notebooks, kit / "notebooks", ignore=skip)
+    shutil.copytree(student_notebooks, kit / "notebooks", ignore=SKIP)
     shutil.make_archive(str(out / "student-kit"), "zip", out, "student-kit")
     return kit
-
-
-def grade(autograder: Path, submissions: list, csv: Path | None = None) -> list:
-    """Grade each submitted notebook with ``otter run`` (no container); one row each.
-
-    A row is ``[submission, score of q1, ..., total, possible]``; ``csv`` also gets the
-    rows. The students' notebooks run on this machine, in this environment: grade only
-    notebooks you received from your students, and read any that scores oddly.
-    """
-    from otter.run import main as otter_run
-
-    rows = []
-    for path in map(Path, submissions):
-        if not path.is_file():
-            raise SystemExit(f"no submission {path}")
-        result = otter_run(str(path), autograder=str(autograder), output_dir=None, no_logo=True)
-        scores = [result.get_score(q) for q in sorted(result.test_files)]
-        rows.append([path.name, *scores, result.total, result.possible])
-        print(f"{path.name}: {result.total:g} of {result.possible:g}", flush=True)
-    if csv is not None:
-        names = sorted(result.test_files) if rows else []
-        lines = [",".join(["submission", *names, "total", "possible"])]
-        lines += [",".join(map(str, row)) for row in rows]
-        Path(csv).write_text("\n".join(lines) + "\n")
-    return rows
 
 
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["grade"]:
-        if len(args) < 3:
-            raise SystemExit("usage: assessment.py grade AUTOGRADER.zip SUBMISSION ... [--csv F]")
-        csv = None
-        if "--csv" in args:
-            at = args.index("--csv")
-            csv, args = Path(args[at + 1]), args[:at] + args[at + 2 :]
-        grade(Path(args[1]), args[2:], csv)
+        parser = argparse.ArgumentParser(prog="assessment.py grade")
+        parser.add_argument("submissions", nargs="+", metavar="SUBMISSION")
+        parser.add_argument("--csv", type=Path, help="write the grades here")
+        parser.add_argument("--timeout", type=int, default=120, help="seconds per cell")
+        parser.add_argument("--total", type=int, default=1800, help="seconds per notebook")
+        parser.add_argument("--checkout", type=Path, help="the checkout to watch (this one)")
+        opts = parser.parse_args(args[1:])
+        from grading import grade
+
+        rows = grade(opts.submissions, opts.csv, opts.timeout, opts.total, opts.checkout)
+        return 1 if any(r["flagged"].startswith("not graded") for r in rows) else 0
+    if args[:1] == ["key"]:
+        if len(args) != 2:
+            raise SystemExit("usage: assessment.py key STUDENT_ID")
+        print(assessment_variant(args[1]))
+        for name, value in answer_key(args[1]).items():
+            print(f"{name} = {value!r}")
         return 0
     out = Path(args[0]) if args else ROOT / "classroom"
-    key = build_assessment(out / "assessment")
-    print(f"wrote {out / 'assessment'}: {len(key)} answers in the hidden tests")
+    build_assessment(out / "assessment")
+    print(f"wrote {out / 'assessment'}: the student and solved editions of 06")
     return 0
 
 

@@ -10,10 +10,10 @@ The notebooks in ``notebooks/`` hold no solutions: each notebook's are in
 first executed top to bottom in shipped mode, so a student notebook that would fail stops
 the build, naming the notebook and cell. With the final assessment's student edition
 (``tools/assessment.py``: otter-grader's ``otter assign``), which holds no solution and no
-test.
+key: each student's numbers come from their id, and ``make grade`` computes each key.
 ``OUT/instructor/``: every notebook with its solutions below its exercises, executed in
-shipped mode, every figure and answer kept; the assessment's solutions and its autograder
-zip (hidden tests computed from the shipped results), for ``make grade``.
+shipped mode, every figure and answer kept; the assessment's solutions, worked for the
+example id (``tools/assessment.py``: ``EXAMPLE_ID``).
 ``OUT/student-kit/`` and ``OUT/student-kit.zip``: what to hand out, the package, the
 shipped results and the student editions (nothing of ``docs/``).
 The assessment and the kit are written when every notebook is (no NOTEBOOK given).
@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 import nbformat
-from assessment import autograder_zip, build_assessment, write_kit
+from assessment import EXAMPLE_ID, build_assessment, with_student_id, write_kit
 from notebook_exec import AS_SHOWN, NotebookError, execute
 
 __all__ = ["solutions_of", "student_edition", "instructor_edition", "main"]
@@ -39,7 +39,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "docs" / "solutions"
 EXERCISES = "## Exercises"
 ASSESSMENT = "06_assessment.ipynb"
-AUTOGRADER = "06_assessment-autograder.zip"
 NOTE = "The solutions are not in this notebook"
 BLOCK = re.compile(r"^## Exercise (\d+)\n+```python\n(.*?)\n```", re.S | re.M)
 
@@ -156,16 +155,17 @@ def main(argv=None) -> int:
 
 
 def _assessment(out: Path) -> None:
-    """Notebook 06 through otter-grader: its student edition, its key and autograder."""
+    """Notebook 06 through otter-grader: its student edition, its worked example."""
     work = out / "assessment"
     shutil.rmtree(work, ignore_errors=True)
-    key = build_assessment(work)
+    build_assessment(work)
     shutil.copy(work / "student" / ASSESSMENT, out / "student" / ASSESSMENT)
     solved = nbformat.read(work / "autograder" / ASSESSMENT, as_version=4)
+    solved = with_student_id(solved, EXAMPLE_ID)
     ran = _execute(solved, f"instructor/{ASSESSMENT}", out / "instructor")
     nbformat.write(ran, out / "instructor" / ASSESSMENT)
-    shutil.copy(autograder_zip(work), out / "instructor" / AUTOGRADER)
-    print(f"wrote {out / 'instructor' / AUTOGRADER}: hidden tests of {len(key)} answers")
+    (out / "instructor" / "06_assessment-autograder.zip").unlink(missing_ok=True)  # older builds
+    print(f"wrote {out / 'instructor' / ASSESSMENT}: worked for the id {EXAMPLE_ID!r}")
 
 
 def _editions(out: Path, notebooks: list) -> None:

@@ -1,4 +1,4 @@
-"""How an answer is judged: one rule for every check and every hidden test.
+"""How an answer is judged: one rule for every check and for the final assessment's grader.
 
 An answer is first read as the kind the exercise asks for (:func:`read_answer`), whatever
 type a student typed it in; one that cannot be read gets a sentence saying what is wanted,

@@ -24,6 +24,7 @@ MODULES = [
     "hcct_lite.runs.runner",
     "hcct_lite.theory",
     "hcct_lite.lessons.decisions",
+    "hcct_lite.lessons.assessment",
 ]
 
 
