@@ -44,7 +44,7 @@ Q3_NOISES = (0.4, 0.5, 0.6)
 Q3_SEEDS = tuple(range(60))
 Q3_SKIP = frozenset({(0.5, 4)})
 # Q4: a constant rate against Table III's schedule; not the public 0.05
-Q4_RATES = (0.02, 0.025, 0.03, 0.035, 0.04, 0.045, 0.055, 0.06, 0.065, 0.07, 0.075, 0.08, 0.085)
+Q4_RATES = tuple(r / 10_000 for r in range(200, 925, 25) if r != 500)
 # Q5: HCCT against another scheme on one task, over three of the five shipped seeds. Left
 # out: a difference within 0.05 of 0, or within 0.02 of the all-seed difference that
 # notebook 04's table gives.
@@ -248,7 +248,7 @@ def assessment_variant(student_id: str) -> Variant:
     >>> from hcct_lite.lessons.assessment import assessment_variant
     >>> mine = assessment_variant("s1234")
     >>> print(mine.q4)
-    Q4: a constant rate eta^t = 0.02
+    Q4: a constant rate eta^t = 0.085
     >>> mine == assessment_variant(" S1234 ")  # case and spaces do not matter
     True
     """
