@@ -214,14 +214,24 @@ def _pooled_alpha():
     return min(alphas, key=lambda a: np.mean([alphas[a]["errors"][s] for s in (0, 1)]))
 
 
-def _designer_pairs():
+def _designer_pairs(low=1.0, high=40.0):
+    """The smallest alpha at which the "alpha's scale" preset forms its two pairs.
+
+    By bisection: the number of groups never grows with alpha.
+    """
     from .designer import PRESETS, Designer
 
     designer, (silos, _) = Designer(seed=0), PRESETS["alpha's scale"]
-    for alpha in np.round(np.arange(1.0, 40.0, 0.1), 1):
-        if designer.picture(silos, alpha)["partition"].n_groups == 2:
-            return float(alpha)
-    raise RuntimeError("the designer's preset never formed two pairs below alpha = 40")
+
+    def pairs(alpha):
+        return designer.picture(silos, alpha)["partition"].n_groups <= 2
+
+    if pairs(low) or not pairs(high):
+        raise RuntimeError(f"the designer's preset does not form its pairs in ({low}, {high})")
+    while high - low > 1e-6:
+        mid = (low + high) / 2
+        low, high = (low, mid) if pairs(mid) else (mid, high)
+    return high
 
 
 ANSWERS = {

@@ -20,9 +20,9 @@ _LIST = [
         ANSWERS["01.1"],
         decimals=1,
         wrong=(lambda: break_even_with({}, [0], [1]), -1.0),
-        hint="Copy sizes (sizes.copy()), set the copy's first entry to 180, and pass the "
-        "copy to break_even_alpha(updates, new_sizes, [0], [1]). More samples shrink "
-        "the data part 1/D_1 + 1/D_2 - 2/(D_1 + D_2).",
+        hint="The break-even alpha is minus the similarity part over the data part: which "
+        "of the two depends on the sample counts? Change client 1's count in a fresh "
+        "copy of sizes, so that sizes itself stays as the notebook made it.",
     ),
     Exercise(
         "01.2",
@@ -71,8 +71,9 @@ _LIST = [
         ANSWERS["02.1"],
         decimals=3,
         wrong=(0.4, 0.1),
-        hint="However large the group, joining removes at most the client's own sample "
-        "term 4L^2/(delta mu D_i); a larger divergence is never paid for.",
+        hint="Let the group grow without limit: what is left of its sample-size term, "
+        "and what has the client shed? The text under the four lines of 'The two "
+        "terms' works this out for a client with 100 samples.",
     ),
     Exercise(
         "02.2",
@@ -100,8 +101,8 @@ _LIST = [
         ANSWERS["02.4"],
         decimals=2,
         wrong=(1.0, 0.0, 0.25),
-        hint="Write both label distributions as ten shares (the first: 0.2 on each of "
-        "digits 0-4, 0 elsewhere), then take half the sum of |p_c - q_c|.",
+        hint="Write each client's labels as a distribution over the ten digits, then use "
+        "the total-variation distance as the section on the key assumption defines it.",
     ),
     Exercise(
         "02.5",
@@ -109,9 +110,9 @@ _LIST = [
         ANSWERS["02.5"],
         kind="integer",
         wrong=(100, 200, 138, 140),
-        hint="Each epoch's rate is 0.995 times the last, so the part of the limit not yet "
-        "reached shrinks by that factor every epoch. When has it halved? The first "
-        "epoch, at 0.1, is t = 1.",
+        hint="xi_T is a geometric sum, and the convergence section prints its limit. "
+        "Epochs count from t = 1, the first at the rate 0.1, as learning_rate_sum "
+        "counts them: find the first T that reaches half the limit, not the last below.",
     ),
     Exercise(
         "03.1",
@@ -169,8 +170,9 @@ _LIST = [
         ANSWERS["04.2"],
         kind="integer",
         wrong=(0, -1),
-        hint="Group runs['digit'] by r['seed'] and compare r['final']['mean'] of "
-        "'global' and 'hcct' seed by seed; count the seeds where Global is lower.",
+        hint="A seed gives every scheme the same clients, so compare the two schemes "
+        "within each seed, never across seeds. Each run records its seed, its scheme "
+        "and its final-epoch mean error.",
     ),
     Exercise(
         "04.3",
@@ -208,9 +210,9 @@ _LIST = [
         ANSWERS["05.2"],
         decimals=1,
         wrong=(4.0, 16.0),
-        hint="Count every group, a client alone included. Average over the epochs from "
-        "the second on (the first trains every client alone), then over the seeds, for "
-        "HCCT with one local epoch. Section 2's summary of the study holds this.",
+        hint="A client alone is a group too, and the first epoch, before any merge, says "
+        "nothing of HCCT's choices. Look for the number in section 2's summary of the "
+        "study, for HCCT with one local epoch.",
     ),
     Exercise(
         "05.3",
@@ -228,18 +230,18 @@ _LIST = [
         ANSWERS["05.4"],
         kind="integer",
         wrong=(1, 1000),
-        hint="For each alpha, average alphas[alpha]['errors'] over seeds 0 and 1; choose "
-        "the alpha with the lowest average.",
+        hint="Choose on the validation federations alone, as section 4's remedy does "
+        "with one: the third federation judges the choice and must not steer it.",
     ),
     Exercise(
         "05.5",
-        "the alpha (a number, to one decimal)",
+        "the alpha (a number, to three decimals)",
         ANSWERS["05.5"],
-        decimals=1,
-        wrong=(4.0, 4.5, 5.5, 10.0),
-        hint="Find the last slider value with three groups and the first with two, then "
-        "try every tenth between them with the designer's picture: the answer is the "
-        "first alpha at which both pairs have formed.",
+        decimals=3,
+        wrong=(5.0, 5.01, 4.47, 4.9, 10.0),
+        hint="A slider step is far too coarse for three decimals. The number of groups "
+        "never grows with alpha: narrow an interval from an alpha with three groups to "
+        "one with two, on the designer's own partition, as in notebook 3's exercise 2.",
     ),
 ]
 
