@@ -53,6 +53,15 @@ def _clients_problem(r: dict, n: int) -> str | None:
     return None
 
 
+def _device_problem(r: dict, cfg) -> str | None:
+    """Why the device the provenance names is not of its config's kind (cpu, cuda); or None."""
+    said = (r.get("provenance") or {}).get("device")
+    kind = str(said).split(":")[0].split(" ")[0]  # "cuda (NVIDIA H200)", "cuda:0": cuda
+    if said is not None and cfg.device != "auto" and kind != cfg.device.split(":")[0]:
+        return f"its provenance says it ran on {said!r}, its config on {cfg.device!r}"
+    return None
+
+
 def _epoch_derived_problem(t: int, h: dict, cfg) -> str | None:
     errors = h["client_test_error"]
     answered = [e for e in errors if e is not None]
@@ -164,12 +173,13 @@ def derived_problem(r: dict, cfg) -> str | None:
 
     ``r`` has passed the structural checks of :func:`~hcct_lite.runs.schema.result_problem`
     (types, config, one history entry per epoch with groups and errors per client); ``cfg``
-    is its config. Checked: sizes and domains per client; each epoch's number, learning
-    rate, group count, mean error, missing clients and training losses; the final blocks'
-    missing clients; every rejection (a client, an epoch, a reason, and the client missing
-    that epoch); the aggregation record against the config and the sizes.
+    is its config. Checked: sizes and domains per client; the device its provenance names
+    against its config's; each epoch's number, learning rate, group count, mean error,
+    missing clients and training losses; the final blocks' missing clients; every rejection
+    (a client, an epoch, a reason, and the client missing that epoch); the aggregation
+    record against the config and the sizes.
     """
-    if problem := _clients_problem(r, cfg.n_clients):
+    if problem := _clients_problem(r, cfg.n_clients) or _device_problem(r, cfg):
         return problem
     for t, h in enumerate(r["history"]):
         if problem := _epoch_derived_problem(t, h, cfg):

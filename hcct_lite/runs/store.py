@@ -2,17 +2,21 @@
 
 A file is reused only if it is a complete, well-formed result of the same settings and of
 the same compute version (:func:`~hcct_lite.training.provenance.compute_version`: the
-version of each part of the code its numbers come from, not the code's text); output paths
-are checked before any training.
+version of each part of the code its numbers come from, not the code's text), and, if it
+is a shipped file, only as it was shipped (:func:`shipped_problem`). Output paths are
+checked before any training.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import stat
 import tempfile
 import time
+from pathlib import Path
 
 from ..training.provenance import compute_version, source_fingerprint
 from .files import output_problem
@@ -30,6 +34,12 @@ __all__ = [
     "NOT_COMPARED",
     "settings_dir",
     "code_fingerprint",
+    "digest",
+    "SHIPPED_DIGESTS",
+    "shipped_folder",
+    "shipped_key",
+    "shipped_problem",
+    "write_shipped_digests",
 ]
 
 # write_json's temporary files; one older than a minute belongs to a killed write
@@ -40,6 +50,8 @@ OTHER_CODE = "of another compute version"
 # settings that do not change what a run computes (where it ran, where data came from, and
 # whether a GPU replayed its steps as CUDA graphs: the same kernels)
 NOT_COMPARED = ("device", "data_root", "download", "cuda_graphs")
+# the digest of every shipped result file, by its path in the shipped folder
+SHIPPED_DIGESTS = Path(__file__).with_name("shipped.json")
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
     (stat.S_ISFIFO, "a FIFO"),
@@ -121,7 +133,8 @@ def _same_as_without_rule(stored: dict, want: dict) -> bool:
 def reuse_decision(path: str, cfg) -> tuple:
     """``(reusable, reason)``: whether the file at ``path`` can stand for a run of ``cfg``.
 
-    Not reusable: ``"missing"``; an unreadable or incomplete file (:func:`result_problem`,
+    Not reusable: ``"missing"``; a shipped file edited since (:func:`shipped_problem`); an
+    unreadable or incomplete file (:func:`result_problem`,
     named); a setting that changes the computation (all but :data:`NOT_COMPARED`) whose
     stored value differs from ``cfg``'s, or that the file does not state (never filled in
     from today's defaults: older code did not run as today's defaults say); or a compute
@@ -145,6 +158,8 @@ def reuse_decision(path: str, cfg) -> tuple:
             stored = json.load(f)
     except (OSError, ValueError, RecursionError) as err:
         return False, f"unreadable ({_unreadable(err)})"
+    if problem := shipped_problem(path, stored):
+        return False, problem
     if problem := result_problem(stored):
         return False, f"not a complete result ({problem})"
     want, have = cfg.to_dict(), dict(stored["config"])
@@ -161,6 +176,71 @@ def reuse_decision(path: str, cfg) -> tuple:
     if problem := _version_problem(stored, version):
         return False, problem
     return True, f"same settings and compute version ({_parts(version)}){note}"
+
+
+def digest(obj) -> str:
+    """SHA-256 of ``obj`` as canonical JSON: sorted keys, floats written exactly (``repr``).
+
+    The layout of a file (indents, line ends) does not change it; any value does.
+    """
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def shipped_folder() -> str:
+    """The folder of shipped results: ``$HCCT_RESULTS``, else the repository's ``results/``.
+
+    As :func:`~hcct_lite.lessons.modes.results_dir` says; a file anywhere else is a user's own.
+    """
+    return os.environ.get("HCCT_RESULTS") or str(Path(__file__).resolve().parents[2] / "results")
+
+
+@functools.cache
+def _listed() -> dict:
+    with open(SHIPPED_DIGESTS) as f:
+        return json.load(f)
+
+
+def shipped_key(path: str) -> str | None:
+    """``path``'s name in :data:`SHIPPED_DIGESTS` (``"<grid>/<run>.json"``), or None.
+
+    None for a file outside :func:`shipped_folder`, or one the list does not name: a user's
+    own run.
+    """
+    key = os.path.relpath(os.path.realpath(path), os.path.realpath(shipped_folder()))
+    key = key.replace(os.sep, "/")
+    return key if key in _listed() else None
+
+
+def shipped_problem(path: str, stored) -> str | None:
+    """Why ``stored``, read from ``path``, is not the shipped file it stands at; or None.
+
+    None also for a user's own run (no :func:`shipped_key`), which nothing vouches for.
+    """
+    key = shipped_key(path)
+    if key is None or digest(stored) == _listed()[key]:
+        return None
+    return (
+        f"edited since it was shipped (its digest is not the one {SHIPPED_DIGESTS.name} "
+        "lists): restore it, or run it into another folder"
+    )
+
+
+def write_shipped_digests(folder: str | None = None) -> dict:
+    """List in :data:`SHIPPED_DIGESTS` the digest of each result of ``folder``; return them.
+
+    ``folder`` defaults to :func:`shipped_folder`. Run it after regenerating ``results/``.
+    """
+    import glob
+
+    folder = folder or shipped_folder()
+    listed = {
+        os.path.relpath(p, folder).replace(os.sep, "/"): digest(load_result(p))
+        for p in sorted(glob.glob(os.path.join(folder, "*", "*.json")))
+    }
+    SHIPPED_DIGESTS.write_text(json.dumps(listed, indent=0, sort_keys=True) + "\n")
+    _listed.cache_clear()
+    return listed
 
 
 def reuse_problem(path: str, cfg, allow_older: bool = False) -> str | None:

@@ -3,6 +3,7 @@ one-line reason; something that is not a regular file stops the grid before any 
 
 import copy
 import json
+import math
 import os
 import time
 
@@ -375,3 +376,42 @@ def test_a_refusal_or_another_rule_is_never_read_as_the_run_without_it(ruled, ch
     finally:
         path.write_text(json.dumps(first))
     assert not ok and words in why, why
+
+
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "results")
+
+
+def test_every_shipped_file_is_listed_with_its_digest():
+    """One digest list of the shipped files, which verify and reuse both check."""
+    import glob
+
+    listed = json.loads(store.SHIPPED_DIGESTS.read_text())
+    files = sorted(glob.glob(os.path.join(RESULTS, "*", "*.json")))
+    names = [os.path.relpath(p, RESULTS).replace(os.sep, "/") for p in files]
+    hint = "regenerated results/? run hcct_lite.runs.store.write_shipped_digests()"
+    assert sorted(listed) == names, hint
+    bad = [
+        n
+        for n, p in zip(names, files, strict=True)
+        if store.digest(json.load(open(p))) != listed[n]
+    ]
+    assert not bad, f"{hint}; changed: {bad}"
+
+
+def test_a_shipped_file_is_judged_by_its_values_not_its_layout(tmp_path, monkeypatch):
+    """Indents and line ends leave it as shipped; one value one bit away does not."""
+    monkeypatch.setenv("HCCT_RESULTS", str(tmp_path))
+    r = json.load(open(os.path.join(RESULTS, "schemes-fmnist", "hcct-seed0.json")))
+    path = tmp_path / "schemes-fmnist" / "hcct-seed0.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(r, indent=4).replace("\n", "\r\n"))
+    assert store.shipped_key(str(path)) == "schemes-fmnist/hcct-seed0.json"
+    assert store.shipped_problem(str(path), json.loads(path.read_text())) is None
+    loss = r["history"][0]["train_loss"]
+    loss[0] = math.nextafter(loss[0], 0.0)
+    assert store.shipped_problem(str(path), r).startswith("edited since it was shipped")
+    elsewhere = tmp_path / "mine.json"
+    assert (
+        store.shipped_key(str(elsewhere)) is None
+        and store.shipped_problem(str(elsewhere), r) is None
+    )

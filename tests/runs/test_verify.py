@@ -1,5 +1,6 @@
 """``hcct-lite verify``: a stored CPU result reruns, in a fresh process under its recorded
-CPU kernels and threads, to the same groups and errors; whatever kernels this process has."""
+CPU kernels and threads, to the same groups, errors and losses, bit for bit; whatever
+kernels this process has."""
 
 import json
 import os
@@ -8,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from forging import lowered, whole
 
 from hcct_lite.cli import main
 
@@ -60,42 +62,34 @@ def test_a_fresh_result_records_what_decides_its_numbers_and_reproduces(fresh, t
     assert rep["first_error_difference"] is None and rep["epochs_compared"] == 3
 
 
-def _whole(r: dict) -> dict:
-    """``r`` with every derived field recomputed, as a careful forger would leave it."""
-    from hcct_lite.training.engine import summarize
-
-    for h in r["history"]:
-        answered = [e for e in h["client_test_error"] if e is not None]
-        h["mean_test_error"] = sum(answered) / len(answered)
-        h["n_groups"] = len(h["groups"])
-    r["final"] = summarize(r["history"])
-    return r
-
-
 def test_a_result_that_does_not_reproduce_says_where(fresh, tmp_path):
     r = json.loads(fresh.read_text())  # tampered, but whole: its final is its history's
     r["history"][1]["groups"] = [[0, 1, 2, 3, 4, 5, 6, 7]]
     last = r["history"][-1]["client_test_error"]
-    shift = 30.0 if last[2] <= 70 else -30.0
-    last[2] += shift
+    wrong = round(last[2] * 112 / 100)  # 34 of its 112 test samples more or fewer
+    moved = wrong + 34 if wrong <= 78 else wrong - 34
+    shift = 100.0 * moved / 112 - last[2]
+    last[2] = 100.0 * moved / 112
     bad = tmp_path / "tampered.json"
-    bad.write_text(json.dumps(_whole(r)))
+    bad.write_text(json.dumps(whole(r)))
     done = _verify(str(bad))
     assert done.returncode == 1
     assert "does NOT reproduce: groups first differ in epoch 1" in done.stdout
-    assert "errors first differ by more than one test sample in epoch 2 (client 2)" in done.stdout
+    assert "errors first differ in epoch 2 (client 2)" in done.stdout
     assert f"client 2: final error {-shift:+.2f}" in done.stdout
 
 
 def test_errors_lowered_before_the_last_epoch_are_found(fresh, tmp_path):
-    """Every client 10 points better in the epochs before the last, every derived field
-    recomputed: the schema cannot tell, the rerun of every epoch does."""
+    """Every client 11 test samples better in the epochs before the last, every derived
+    field recomputed: the schema cannot tell, the rerun of every epoch does."""
     from hcct_lite.runs.schema import result_problem
 
     r = json.loads(fresh.read_text())
     for h in r["history"][:-1]:
-        h["client_test_error"] = [max(0.0, e - 10) for e in h["client_test_error"]]
-    forged = _whole(r)
+        h["client_test_error"] = [
+            100.0 * max(round(e * 112 / 100) - 11, 0) / 112 for e in h["client_test_error"]
+        ]
+    forged = whole(r)
     assert (
         result_problem(forged) is None and forged["final"] != json.loads(fresh.read_text())["final"]
     )
@@ -104,18 +98,48 @@ def test_errors_lowered_before_the_last_epoch_are_found(fresh, tmp_path):
     assert main(["verify", str(tmp_path / "forged.json"), "--json", str(out)]) == 1
     (rep,) = json.loads(out.read_text())
     assert rep["first_group_difference"] is None and rep["first_error_difference"][0] == 0
-    assert rep["clients_beyond_one_sample"] == [] and rep["epochs_compared"] == 3
+    assert rep["clients_differing"] == [] and rep["epochs_compared"] == 3
 
 
-def test_a_gpu_result_without_a_gpu_is_checked_whole_and_says_so(fresh, tmp_path, capsys):
+def test_every_error_one_test_sample_lower_does_not_reproduce(fresh, tmp_path, capsys):
+    """Within one test sample once passed a one-sided shift: the rerun is compared exactly."""
+    bad = tmp_path / "lower.json"
+    bad.write_text(json.dumps(lowered(json.loads(fresh.read_text()), 1)))
+    assert main(["verify", str(bad), "--json", str(tmp_path / "report.json")]) == 1
+    out = capsys.readouterr().out
+    assert "does NOT reproduce: errors first differ in epoch 0 (client 0)" in out
+    assert "epoch None" not in out and "groups first differ" not in out
+    (rep,) = json.loads((tmp_path / "report.json").read_text())
+    assert rep["first_group_difference"] is None
+    assert rep["first_differences"] == {"client_test_error": 0}
+
+
+def test_training_losses_are_compared_and_timing_is_said_not_to_be(fresh, tmp_path, capsys):
+    r = json.loads(fresh.read_text())
+    r["timing"] = {"seconds": 0.001, "epoch_seconds": [0.0, 0.0, 0.0]}
+    (tmp_path / "fast.json").write_text(json.dumps(r))
+    assert main(["verify", str(tmp_path / "fast.json")]) == 0
+    out = capsys.readouterr().out
+    assert "reproduces (all 3 epochs compared: the same groups, errors and training losses" in out
+    assert "its timing is not compared, and its thread count is the rerun's" in out
+    for h in r["history"]:
+        h["train_loss"] = [x * 0.01 for x in h["train_loss"]]
+    (tmp_path / "losses.json").write_text(json.dumps(r))
+    assert main(["verify", str(tmp_path / "losses.json")]) == 1
+    assert "does NOT reproduce: training losses first differ in epoch 0;" in capsys.readouterr().out
+
+
+def test_a_gpu_result_without_a_gpu_is_checked_whole_and_says_so(
+    fresh, tmp_path, capsys, monkeypatch
+):
     import torch
 
-    if torch.cuda.is_available():
-        pytest.skip("a GPU is present: the result would be rerun on it")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     gpu = json.loads(fresh.read_text())
     gpu["provenance"]["device"] = "cuda (NVIDIA H200)"
+    gpu["config"]["device"] = "cuda"
     (tmp_path / "gpu.json").write_text(json.dumps(gpu))
-    assert main(["verify", str(tmp_path / "gpu.json")]) == 0
+    assert main(["verify", str(tmp_path / "gpu.json")]) == 3  # not rerun
     out = capsys.readouterr().out
     assert "computed on cuda (NVIDIA H200), and this machine has no GPU: not rerun" in out
     assert "reproduces" not in out
@@ -174,8 +198,12 @@ def test_bad_arguments_exit_2_with_one_line(fresh, tmp_path, capsys):
         assert "reproduces" not in out
 
 
+@x86
 def test_only_the_kernel_variables_a_file_names_are_set_and_checked(fresh, tmp_path):
-    r = json.loads(fresh.read_text())
+    from hcct_lite.runs.verify import rerun
+
+    # a run under the kernels every x86-64 CPU has, as a grid's are: the rerun must pin them
+    r = rerun(json.loads(fresh.read_text()), capability="default", threads=1)
     prov = r["provenance"]
     # a label this CPU may lack beside a pinned kernel env that any x86-64 CPU runs, and a
     # variable that is not a kernel setting: the rerun pins default kernels, ignores the rest
