@@ -14,7 +14,7 @@ from ..runs.results import to_markdown
 from ..training.config import SCHEMES
 from .paper import TABLE_III, TABLE_IV, TABLE_V
 from .report_figures import figure_sections
-from .report_sections import ablation_section, motivating_section
+from .report_sections import ablation_section, maxfl_lines, motivating_section
 from .report_tables import (
     against_paper,
     by_scheme,
@@ -213,6 +213,7 @@ def _table4_sections(out_dir) -> list:
             text.append("pending")
         else:
             text += [*_scheme_verdicts(runs, task), *note(out_dir, runs), *_epoch0_note(runs)]
+            text += maxfl_lines(runs)
         parts.append("\n".join(text))
         if task == "digit":
             parts.append(ablation_section(out_dir))

@@ -15,6 +15,7 @@ from ..runs.results import to_markdown
 from .figure_checks import (
     alpha_ratio_stats,
     fig4_incumbents,
+    final_against_lowest,
     final_utility,
     fixed_k_summary,
     limited_k_margins,
@@ -28,7 +29,6 @@ from .verdicts import (
     alpha_against,
     arrival_steps,
     claim,
-    compare,
     extreme,
     k_against,
     noise_of,
@@ -155,15 +155,6 @@ def _by_verdict(verdicts: dict) -> str:
     return "; ".join(f"**{v}** at {_ratio_words(rs)}" for v, rs in by.items())
 
 
-def _final_lowest(runs, ratio) -> tuple:
-    """Fig. 4 at ``ratio``, final epoch: ``(values, noise)``, alpha -> {seed: error}."""
-    cells = {}
-    for r in runs:
-        if r["config"]["train_ratio"] == ratio:
-            cells.setdefault(r["config"]["alpha"], []).append(r)
-    return {a: per_seed(rs) for a, rs in sorted(cells.items())}, noise_of(runs)
-
-
 def _fig5_verdict(runs, best) -> list:
     """Fig. 4's claims on our runs by the rule: best epoch (the paper's protocol), then final."""
     stats = alpha_ratio_stats(runs)
@@ -204,13 +195,13 @@ def _fig5_verdict(runs, best) -> list:
     lines += ["", "Final epoch, by the rule:", ""]
     higher, ends = [], {}
     for r in ratios:
-        values, noise = _final_lowest(runs, r)
-        top, tied = extreme(values, noise, "lower")
+        top, against = final_against_lowest(runs, r)
+        tied = [a for a, c in against.items() if c.outcome != "higher"]
         names = sorted([top, *tied])
         said = " and ".join([", ".join(f"{a:g}" for a in names[:-1]), f"{names[-1]:g}"])
         ends.setdefault(f"a tie of {said}" if tied else said.lstrip(" and"), []).append(r)
-        if 100.0 in values and top != 100.0:
-            higher.append(compare(values[100.0], values[top], noise).outcome == "higher")
+        if 100.0 in against:
+            higher.append(against[100.0].outcome == "higher")
     ends = [f"{k} at {_ratio_words(rs)}" for k, rs in ends.items()]
     lines.append(f"- Lowest α: {'; '.join(ends)}.")
     if len(higher) == len(ratios) and all(higher):

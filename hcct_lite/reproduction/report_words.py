@@ -52,10 +52,13 @@ def alone_epochs(runs) -> tuple:
 def extreme_words(values: dict, noise: float, way: str, name=str) -> str:
     """``"`a`, lower than every other by the rule"`` or ``"`a`, a tie by the rule with `b` (...)"``.
 
-    ``values``: variant -> {seed: error}; ``name`` formats a variant for the sentence.
+    ``values``: variant -> {seed: error}; ``name`` formats a variant for the sentence. A tie
+    counts the seeds at which the extreme variant is ``way``.
     """
     top, tied = extreme(values, noise, way)
     if not tied:
         return f"{name(top)}, {way} than every other by the rule"
-    said = "; ".join(f"{name(t)} ({compare(values[top], values[t], noise).words()})" for t in tied)
+    said = "; ".join(
+        f"{name(t)} ({compare(values[top], values[t], noise).words(way)})" for t in tied
+    )
     return f"{name(top)}, a tie by the rule with {said}"
