@@ -18,7 +18,9 @@ from .runs.runner import run_grid
 from .schemes import make_scheme, register_scheme
 from .training import (
     Backend,
+    ClientData,
     LocalBackend,
+    LocalObjective,
     RunConfig,
     build_clients,
     build_model,
@@ -44,6 +46,8 @@ __all__ = [
     "register_scheme",
     "register_task",
     "register_model",
+    "ClientData",
+    "LocalObjective",
     "run_grid",
 ]
 __version__ = "0.1.0"

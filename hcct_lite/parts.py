@@ -5,7 +5,13 @@ optional part. It names a few places where a part may add something: a trainer, 
 of running a grid, the deployment's defence, a subcommand, options, a check of settings. A
 part registers what it adds there by name, as ``"module:attribute"``, and the core
 imports that module only when it uses it. The installed parts are found once, through
-the entry points of the group :data:`GROUP`; another package can add one the same way.
+the entry points of the group :data:`GROUP`.
+
+Another package adds schemes, tasks and networks the same way (an *extension*): its
+entry point's function calls :func:`~hcct_lite.register_scheme`,
+:func:`~hcct_lite.register_task` or :func:`~hcct_lite.register_model`. Each registry
+loads the parts before it is read, so every process sees them: the command line, a
+grid's worker processes, Ray's workers and ``verify``. ``docs/extending.md`` shows one.
 
 Examples
 --------
@@ -30,6 +36,8 @@ __all__ = [
     "part_settings",
     "load_parts",
     "part_missing",
+    "track",
+    "extensions",
 ]
 
 GROUP = "hcct_lite.parts"
@@ -48,6 +56,13 @@ KINDS = {
 EXTRAS = {"deploy": "flower", "gpu": "gpu", "ray": "ray"}
 _REGISTRY: dict = {kind: {} for kind in KINDS}
 _LOADED: list = []
+_TABLES: list = []  # the registries a part may add to (schemes, tasks, networks)
+_DISTRIBUTIONS: dict = {}  # part -> "distribution version", for parts of other packages
+
+
+def track(*tables: dict) -> None:
+    """Let the parts add to ``tables`` (a registry's dicts): a part that fails is undone."""
+    _TABLES.extend(tables)
 
 
 def register(kind: str, name: str, target: str, part: str) -> None:
@@ -110,10 +125,14 @@ def load_parts() -> tuple:
         _LOADED.append([])  # a part that asks for the parts while it loads sees them loading
         for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
             before = {kind: dict(names) for kind, names in _REGISTRY.items()}
+            tables = [dict(t) for t in _TABLES]
             try:
                 ep.load()()
             except Exception as err:  # a broken part must not take the others down
                 _REGISTRY.update(before)  # nothing half-registered stays
+                for table, kept in zip(_TABLES, tables, strict=True):
+                    table.clear()
+                    table.update(kept)
                 warnings.warn(
                     f"the hcct-lite part {ep.name!r} ({ep.value}) failed to load and is left "
                     f"out: {type(err).__name__}: {err}",
@@ -121,7 +140,16 @@ def load_parts() -> tuple:
                 )
                 continue
             _LOADED[0].append(ep.name)
+            dist = getattr(ep, "dist", None)
+            if dist is not None and dist.name.replace("_", "-") != "hcct-lite":
+                _DISTRIBUTIONS[ep.name] = f"{dist.name} {dist.version}"
     return tuple(_LOADED[0])
+
+
+def extensions() -> dict:
+    """``part -> "distribution version"`` of each loaded part from another package."""
+    load_parts()
+    return dict(_DISTRIBUTIONS)
 
 
 def part_missing(what: str, part: str) -> ValueError:

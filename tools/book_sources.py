@@ -34,6 +34,7 @@ GUIDES = [
     "docs/reproduction.md",
     "docs/deploy.md",
     "docs/many-machines.md",
+    "docs/extending.md",
 ]
 # one page a package: the package and its modules (the top level: its own names only)
 API_PAGES = [

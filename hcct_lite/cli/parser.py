@@ -168,8 +168,8 @@ def _add_paper_commands(sub) -> None:
     _part_grid_options(rep, "reproduce")
     ver = sub.add_parser(
         "verify",
-        help="rerun stored CPU results (or the canaries) in a fresh process; exit 0 if they "
-        "reproduce",
+        help="rerun stored CPU results (or the canaries) in a fresh process; exit 0: all "
+        "reproduce bit for bit, 1: one differs or is refused, 3: one is not rerun (a GPU result)",
     )
     ver.add_argument("results", nargs="*", help="result JSON files (e.g. results/*/hcct-*.json)")
     ver.add_argument(

@@ -188,8 +188,8 @@ def check_config(cfg) -> None:
         "batched_clients and device 'cuda', or leave gpu_precision 'default'",
     )
     if batched:
-        from ..training.models import build_model
+        from ..training.tasks import task_model
 
         with torch.device("meta"):  # the layers' kinds only: no weights drawn or stored
-            model = build_model(cfg.model)
+            model = task_model(cfg)
         check_stackable(model)

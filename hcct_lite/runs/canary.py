@@ -8,7 +8,6 @@ flags a digest that changed while its version did not, naming the results it wou
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -17,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from ..training.provenance import KERNEL_VARIABLES, kernel_env
-from .store import NOT_COMPARED
+from .store import NOT_COMPARED, digest
 
 __all__ = [
     "CANARIES",
@@ -120,12 +119,6 @@ def canary_numbers(result: dict) -> dict:
         "rejected": [[r["epoch"], r["client"]] for r in result.get("rejected", [])],
         "few_replies": (result.get("aggregation") or {}).get("few_replies", []),
     }
-
-
-def digest(numbers: dict) -> str:
-    """SHA-256 of ``numbers`` as canonical JSON (floats written exactly, by ``repr``)."""
-    text = json.dumps(numbers, sort_keys=True, separators=(",", ":"), allow_nan=True)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _run_here(names) -> dict:

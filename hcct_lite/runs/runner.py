@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 
 from ..parts import find, part_missing
 from ..training.config import SCHEMES, make_config
@@ -27,12 +28,12 @@ def run_one(
     """
     cfg = make_config(task, scheme, seed, **overrides)
     if cpu_capability is not None:
-        pool = _pool(1, cpu_capability)
+        call = partial(run_one, task, scheme, seed, json_path, progress, **overrides)
+        pool = _pool(1, cpu_capability, [call])
         try:
-            return pool.apply(run_one, (task, scheme, seed, json_path, progress), overrides)
+            return next(_as_done(pool))
         finally:
-            pool.terminate()
-            pool.join()
+            _stop(pool[0])
     result = run_experiment(cfg, progress=progress)
     if json_path:
         write_json(json_path, result)
@@ -134,7 +135,7 @@ def run_grid(
     return read_results([job_path(out_dir, j) for j in jobs])
 
 
-def _serial(args) -> object:
+def _serial(calls) -> object:
     """Run jobs here, one after another, with one torch thread like a worker process.
 
     Float reductions depend on the thread count, and results must not depend on
@@ -145,8 +146,8 @@ def _serial(args) -> object:
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        for a in args:
-            yield run_job(*a)
+        for call in calls:
+            yield call()
     finally:
         torch.set_num_threads(before)
 
@@ -203,17 +204,17 @@ def run_jobs(
         if failed:
             raise RuntimeError(f"{len(failed)} run(s) failed: " + "; ".join(failed))
         return len(todo)
-    args = [(j, out_dir, device) for j in todo]
+    calls = [partial(run_job, j, out_dir, device) for j in todo]
     pool = None
     if todo and ray is not None:
         if cpu_capability is not None:
             check_cpu_capability(cpu_capability)
         done = ray.run(todo, out_dir, device, cpu_capability)
     elif todo and (cpu_capability or (workers > 1 and len(todo) > 1)):
-        pool = _pool(min(workers, len(todo)), cpu_capability)
-        done = pool.imap_unordered(_run_job_args, args)
+        pool = _pool(min(workers, len(todo)), cpu_capability, calls)
+        done = _as_done(pool)
     else:
-        done = _serial(args)
+        done = _serial(calls)
     failed = []
     try:
         for o in _progress(done, len(todo), progress):
@@ -225,8 +226,7 @@ def run_jobs(
                 log(f"done {name}.json: mean test error {o.error:.2f}% in {o.seconds:.1f} s")
     finally:
         if pool is not None:
-            pool.terminate()
-            pool.join()
+            _stop(pool[0])
         elif hasattr(done, "close"):  # a generator: restores threads, or leaves Ray
             done.close()
     if failed:
@@ -240,10 +240,6 @@ def _part_runner(name: str, what: str):
     if runner is None:
         raise part_missing(what, "gpu")
     return runner
-
-
-def _run_job_args(args):
-    return run_job(*args)
 
 
 def pending_jobs(
@@ -280,25 +276,56 @@ def pending_jobs(
     return todo
 
 
-def _pool(n: int, cpu_capability: str | None):
-    """``n`` spawned worker processes of one torch thread, with ``cpu_capability``'s kernels."""
-    import multiprocessing as mp
+def _pool(n: int, cpu_capability: str | None, calls: list) -> tuple:
+    """``(executor, futures)``: ``calls`` run on ``n`` spawned processes of one torch thread.
 
-    if cpu_capability is None:
-        return mp.get_context("spawn").Pool(n, initializer=one_torch_thread)
-    check_cpu_capability(cpu_capability)
+    The processes use ``cpu_capability``'s kernels (None: the machine's).
+    """
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    if cpu_capability is not None:
+        check_cpu_capability(cpu_capability)
     # spawned workers inherit this process's environment, and torch reads the kernel
     # variables when it is imported: set them for the spawn only, the rest untouched
-    pinned = kernel_env(cpu_capability, {})
-    before = {k: os.environ.get(k) for k in {*KERNEL_VARIABLES, *pinned}}
-    for k in KERNEL_VARIABLES:
-        os.environ.pop(k, None)
-    os.environ.update(pinned)
+    pinned = {} if cpu_capability is None else kernel_env(cpu_capability, {})
+    before = {k: os.environ.get(k) for k in {*KERNEL_VARIABLES, *pinned}} if pinned else {}
+    if pinned:
+        for k in KERNEL_VARIABLES:
+            os.environ.pop(k, None)
+        os.environ.update(pinned)
     try:
-        return mp.get_context("spawn").Pool(n, initializer=one_torch_thread)
+        ctx = mp.get_context("spawn")
+        pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=one_torch_thread)
+        return pool, [pool.submit(call) for call in calls]  # each process starts here
     finally:
         for k, v in before.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+
+
+NO_MAIN_GUARD = (
+    "a worker process ended before its job: a script that runs a grid with workers > 1 "
+    'needs its code under if __name__ == "__main__": (each worker imports the script again)'
+)
+
+
+def _as_done(pool: tuple):
+    """The jobs' outcomes as they finish; a worker that dies is one clear error."""
+    from concurrent.futures import as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        for future in as_completed(pool[1]):
+            yield future.result()
+    except BrokenProcessPool:
+        raise RuntimeError(NO_MAIN_GUARD) from None
+
+
+def _stop(executor) -> None:
+    """End ``executor``'s processes now, the jobs still running with them."""
+    for process in list((getattr(executor, "_processes", None) or {}).values()):
+        process.terminate()  # shutdown alone waits for the running jobs
+    executor.shutdown(wait=True, cancel_futures=True)
 
 
 def check_cpu_capability(capability: str) -> None:

@@ -221,6 +221,14 @@ class Scheme:
     def setup(self, server: ServerView) -> None:  # noqa: B027 - optional hook
         """Called once before epoch 0."""
 
+    def local_objective(self):
+        """What this scheme adds to each client's local step, or None (plain SGD).
+
+        Return a :class:`~hcct_lite.training.local.LocalObjective` (FedProx's proximal
+        term, say): every client of the scheme's runs trains with it, wherever it runs.
+        """
+        return None
+
     def plan(self, t: int, server: ServerView) -> Plan:
         """Who trains from which model in epoch ``t``."""
         raise NotImplementedError

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from ..parts import load_parts, track
 from .base import Scheme
 from .baselines import FLSC, IFCA, MAXFL, FedFA, Fixed, Global, Independent
 from .hcct import HCCT, HCCTE, HCCTP
@@ -38,6 +39,7 @@ PAPER_SCHEMES = (
 # name -> class, and name -> its builder from a RunConfig (both filled by register_scheme)
 SCHEME_CLASSES: dict = {}
 _BUILDERS: dict = {}
+track(SCHEME_CLASSES, _BUILDERS)  # an installed extension may add schemes
 
 
 def register_scheme(cls, build=None, replace: bool = False):
@@ -165,11 +167,12 @@ _DISCOVERED = []
 def _discover() -> None:
     """Import every module of this package once: a scheme module there registers itself.
 
-    Done when the registry is first used; a scheme outside this package registers before
-    it runs.
+    Done when the registry is first used, with the installed extensions' schemes
+    (:mod:`hcct_lite.parts`); a scheme of a script registers before it runs.
     """
     if _DISCOVERED:
         return
     _DISCOVERED.append(True)
     for info in pkgutil.iter_modules(importlib.import_module(__package__).__path__):
         importlib.import_module(f"{__package__}.{info.name}")
+    load_parts()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..parts import part_settings
+from ..parts import load_parts, part_settings
 from ..schemes.registry import PAPER_SCHEMES, scheme_names
 from .tasks import TASKS
 from .validation import COUNT_LIMITS, SettingTypeError, is_number, validate_config
@@ -283,6 +283,7 @@ def make_config(task: str, scheme: str, seed: int = 0, **overrides) -> RunConfig
     >>> make_config("rotated-digits", "hcct", seed=1, epochs=5).epochs
     5
     """
+    load_parts()  # the installed extensions' tasks and schemes
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
     if scheme not in scheme_names():

@@ -21,7 +21,14 @@ __all__ = [
     "find_npz",
     "DATASETS",
     "default_data_root",
+    "PAPER_DOMAINS",
+    "digit_source",
+    "fmnist_source",
+    "cifar_source",
 ]
+
+# the Digit task's domains (FedBN's), in the paper's order
+PAPER_DOMAINS = ["mnist", "svhn", "usps", "synthdigits", "mnistm"]
 
 # name -> (npz file stem, torchvision class name or None)
 DATASETS = {
@@ -233,3 +240,52 @@ def load_dataset(name: str, data_root: str | None = None, download: bool = True)
             f"and torchvision.datasets.{cls_name} under {root}: {how} "
             f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
         ) from None
+
+
+# --- what the paper's tasks run on where their data are missing (register_task's fallback)
+
+
+def _found(name, data_root=None) -> bool:
+    if find_npz(name, data_root) is not None:  # present offline: no need to load it here
+        return True
+    try:
+        load_dataset(name, data_root=data_root, download=True)
+        return True
+    except DataNotFoundError:
+        return False
+
+
+def digit_source(data_root):
+    """``(overrides, note)``: the Digit domains found here, or scikit-learn's digits."""
+    found = [d for d in PAPER_DOMAINS if _found(d, data_root)]
+    if not found:
+        return {"domains": ["digits"], "model": "digit_cnn"}, (
+            "no Digit domain found: using scikit-learn's digits as the only domain"
+        )
+    missing = [d for d in PAPER_DOMAINS if d not in found]
+    note = f"Digit domains found: {', '.join(found)}" + (
+        f"; missing (not downloadable here): {', '.join(missing)}" if missing else ""
+    )
+    return {"domains": found}, note if missing else ""
+
+
+def fmnist_source(data_root):
+    """``(overrides, note)``: Fashion-MNIST, else MNIST, else scikit-learn's digits."""
+    for name, note in (
+        ("fashion_mnist", ""),
+        ("mnist", "Fashion-MNIST not found: MNIST in its place"),
+    ):
+        if _found(name, data_root):
+            return {"dataset": name}, note
+    return {"dataset": "digits", "model": "small_digits"}, (
+        "neither Fashion-MNIST nor MNIST found: scikit-learn's digits in their place"
+    )
+
+
+def cifar_source(data_root):
+    """``(overrides, note)``: CIFAR-10, else scikit-learn's digits and the small network."""
+    if _found("cifar10", data_root):
+        return {}, ""
+    return {"dataset": "digits", "model": "small_digits"}, (
+        "CIFAR-10 not found: scikit-learn's digits (and the small network) in its place"
+    )

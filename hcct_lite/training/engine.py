@@ -21,10 +21,10 @@ from ..schemes.base import Scheme, ServerView
 from ..schemes.registry import make_scheme
 from .config import RunConfig, arrival_epochs
 from .local import clone_state, evaluate, make_trainer, seed_global_stream
-from .models import build_model, head_names
+from .models import head_names
 from .provenance import provenance
 from .replies import ScreenedBackend, defence_for
-from .tasks import build_clients
+from .tasks import build_clients, check_clients, task_model
 
 __all__ = ["Backend", "LocalBackend", "run_experiment", "resolve_device", "init_model"]
 
@@ -42,7 +42,7 @@ def init_model(cfg: RunConfig, seed_offset: int, device):
     """The model of ``cfg`` with its seeded initial weights (seed offset 0: the common one)."""
     # Weights are drawn on the CPU: seeding the CPU stream is enough (and cheap).
     seed_global_stream(cfg.seed * 7919 + seed_offset, "cpu")
-    return build_model(cfg.model).to(device)
+    return task_model(cfg).to(device)
 
 
 def _summary(errors) -> dict:
@@ -101,8 +101,7 @@ class LocalBackend:
     """
 
     def __init__(self, cfg: RunConfig, clients, model, device):
-        if len(clients) != cfg.n_clients:
-            raise ValueError(f"expected {cfg.n_clients} clients, got {len(clients)}")
+        check_clients(cfg, clients)  # each fits the task's network, or one line names it
         for i, c in enumerate(clients):  # an empty split would divide by zero, or read 0 %
             if c.y_train.shape[0] < 1 or c.y_test.shape[0] < 1:
                 raise ValueError(

@@ -3,7 +3,8 @@
 The server never sees data: a client returns its trained model, its update
 ``g_i = (w_start - w_end) / lr`` and scalar statistics. :class:`LocalTrainer` is the one
 interface the engine calls; :func:`make_trainer` picks :class:`SGDTrainer` or a trainer an
-optional part registered, without touching the schemes.
+optional part registered, without touching the schemes. A scheme that changes the
+clients' step (FedProx's proximal term, say) gives a :class:`LocalObjective`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ __all__ = [
     "FlatUpdate",
     "LocalResult",
     "LocalTrainer",
+    "LocalObjective",
+    "local_objective",
     "SGDTrainer",
     "make_trainer",
     "evaluate",
@@ -94,6 +97,37 @@ def update_of(start: dict, end: dict, lr: float, names) -> FlatUpdate:
     return out
 
 
+class LocalObjective:
+    """What a method adds to each client's local SGD step: the public hook of local training.
+
+    A scheme returns one from :meth:`~hcct_lite.schemes.base.Scheme.local_objective`, and
+    every client of its runs trains with it: in this process, in a grid's workers, on Ray
+    and at a Flower silo. The recorded training loss stays the task's own loss.
+    Subclass it and override either method; the base adds nothing (plain SGD).
+    """
+
+    def begin(self, model: nn.Module, start: dict, client: int, epoch: int) -> None:
+        """Called when ``client`` starts an epoch's training from ``start`` (loaded in ``model``).
+
+        Keep here what the step needs: the start's weights for a proximal term, a
+        client's control variate.
+        """
+
+    def extra_loss(self, model: nn.Module, outputs, labels):
+        """What to add to a batch's mean loss before its gradients: a tensor, or None.
+
+        ``outputs`` (B, n_classes) are the batch's logits and ``labels`` (B,) its labels.
+        """
+        return None
+
+
+def local_objective(cfg):
+    """The :class:`LocalObjective` of ``cfg``'s scheme, or None (plain SGD)."""
+    from ..schemes.registry import make_scheme
+
+    return make_scheme(cfg.scheme, cfg).local_objective()
+
+
 def clone_state(state: dict) -> dict:
     return {k: v.detach().clone() for k, v in state.items()}
 
@@ -109,6 +143,7 @@ class SGDTrainer:
         statistics and counters included (the authors' code) instead of trainable parameters
     seed : int, base of the per-(epoch, client) shuffling streams
     device : torch.device
+    objective : LocalObjective or None, what a scheme adds to each step (None: plain SGD)
     """
 
     def __init__(
@@ -119,6 +154,7 @@ class SGDTrainer:
         include_buffers: bool = False,
         seed: int = 0,
         device="cpu",
+        objective: LocalObjective | None = None,
     ):
         self.model = model.to(device)
         self.local_epochs = local_epochs
@@ -131,6 +167,7 @@ class SGDTrainer:
         self.loss_fn = nn.CrossEntropyLoss()
         self.has_batchnorm = has_batchnorm(model)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.objective = objective
 
     @override
     def train(self, starts: dict, clients: dict, lr: float, epoch: int) -> dict:
@@ -152,6 +189,8 @@ class SGDTrainer:
         self._prepare(data)
         load_state(model, start)
         set_mode(model, training=True)
+        if self.objective is not None:
+            self.objective.begin(model, start, client, epoch)
         gen = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch * 10_007 + client)
         # Dropout draws from torch's global stream: seed it per client and epoch as well.
         seed_global_stream(int(torch.randint(0, 2**62, (1,), generator=gen)), self.device)
@@ -206,7 +245,8 @@ class SGDTrainer:
         """
         out = self.model(xb)
         loss = self.loss_fn(out, yb)
-        loss.backward()
+        extra = None if self.objective is None else self.objective.extra_loss(self.model, out, yb)
+        (loss if extra is None else loss + extra).backward()
         stats[0].add_(loss.detach().double() * yb.shape[0])
         stats[1].add_((out.argmax(1) == yb).sum())
 
@@ -220,14 +260,21 @@ def make_trainer(cfg, model: nn.Module, device):
     Raises
     ------
     ValueError
-        If the setting asks for a trainer no installed part registered.
+        If the setting asks for a trainer no installed part registered, or a GPU trainer
+        for a scheme with a :class:`LocalObjective`.
     """
     trainers = {"batched_clients": "batched", "cuda_graphs": "graphs"}  # the GPU part's
     setting = next((k for k in trainers if cfg.option(k, False)), None)
     name = trainers.get(setting)
     args = (model, cfg.local_epochs, cfg.batch_size, cfg.update_includes_buffers, cfg.seed)
+    objective = local_objective(cfg)
     if name is None:
-        return SGDTrainer(*args, device)
+        return SGDTrainer(*args, device, objective)
+    if objective is not None:
+        raise ValueError(
+            f"{setting}: the scheme {cfg.scheme!r} adds to the clients' step, which the GPU "
+            f"part's {name} trainer does not run; leave {setting} off"
+        )
     build = find("trainer", name)
     if build is None:
         raise part_missing(setting, "gpu")

@@ -13,6 +13,8 @@ import torch
 from torch import nn
 from typing_extensions import override
 
+from ..parts import load_parts, track
+
 __all__ = [
     "DigitCNN",
     "SmallDigitCNN",
@@ -21,6 +23,7 @@ __all__ = [
     "SmallDigitsNet",
     "build_model",
     "register_model",
+    "input_shape",
     "head_names",
 ]
 
@@ -171,9 +174,19 @@ MODEL_INPUT = {
     "cifar_cnn": (32, 3),
     "small_digits": (8, 1),
 }
+# name -> the shape of one input sample, (C, H, W) for an image network
+MODEL_SHAPES = {name: (c, s, s) for name, (s, c) in MODEL_INPUT.items()}
+track(MODELS, MODEL_INPUT, MODEL_SHAPES)  # an installed extension may add networks
 
 
-def register_model(name: str, build, side: int, channels: int, replace: bool = False) -> None:
+def register_model(
+    name: str,
+    build,
+    side: int | None = None,
+    channels: int | None = None,
+    replace: bool = False,
+    input_shape: tuple | None = None,
+) -> None:
     """Register the network ``name`` for a task's ``model`` setting.
 
     Parameters
@@ -181,18 +194,22 @@ def register_model(name: str, build, side: int, channels: int, replace: bool = F
     name : str
         A new name (or one to replace); not empty.
     build : callable ``num_classes -> torch.nn.Module``
-        The network, mapping images of shape (B, channels, side, side) to logits of shape
-        (B, num_classes). Its last ``nn.Linear`` is the classifier HCCT-P keeps local.
-    side, channels : int >= 1
-        Its input images' side and channels: a task's data are resized to fit.
+        The network, mapping a batch of inputs to logits of shape (B, num_classes). Its
+        last ``nn.Linear`` is the classifier HCCT-P keeps local.
+    side, channels : int >= 1, default=None
+        An image network's input side and channels (B, channels, side, side): the paper's
+        image tasks resize their data to fit.
     replace : bool, default=False
         Replace a network registered under the same name (else that is an error).
+    input_shape : tuple of int >= 1, default=None
+        Any other network's shape of one sample, e.g. ``(30,)`` for 30 features: given
+        instead of ``side`` and ``channels``.
 
     Raises
     ------
     ValueError
         If ``name`` is empty or taken (without ``replace``), ``build`` is not callable, or
-        ``side`` or ``channels`` is not an int >= 1.
+        the input is not ``side`` and ``channels`` or ``input_shape``, of ints >= 1.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"a network needs a name; got {name!r}")
@@ -200,10 +217,36 @@ def register_model(name: str, build, side: int, channels: int, replace: bool = F
         raise ValueError(f"a network named {name!r} is registered already")
     if not callable(build):
         raise ValueError(f"network {name!r}: build must be callable; got {build!r}")
-    for what, v in (("side", side), ("channels", channels)):
-        if type(v) is not int or v < 1:
-            raise ValueError(f"network {name!r}: {what} must be an int >= 1; got {v!r}")
-    MODELS[name], MODEL_INPUT[name] = build, (side, channels)
+    image = input_shape is None
+    if image == (side is None or channels is None) or (side is None) != (channels is None):
+        raise ValueError(f"network {name!r}: give side and channels, or input_shape")
+    if image:
+        for what, v in (("side", side), ("channels", channels)):
+            if type(v) is not int or v < 1:
+                raise ValueError(f"network {name!r}: {what} must be an int >= 1; got {v!r}")
+        shape = (channels, side, side)
+    else:
+        shape = input_shape
+        if (
+            not isinstance(shape, tuple)
+            or not shape
+            or any(type(v) is not int or v < 1 for v in shape)
+        ):
+            raise ValueError(
+                f"network {name!r}: input_shape must be a tuple of ints >= 1; got {shape!r}"
+            )
+    MODELS[name], MODEL_SHAPES[name] = build, shape
+    MODEL_INPUT.pop(name, None)
+    if image:
+        MODEL_INPUT[name] = (side, channels)
+
+
+def input_shape(name: str) -> tuple:
+    """The shape of one input sample of the network ``name``: (C, H, W) for images."""
+    load_parts()
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; choose from {sorted(MODELS)}")
+    return MODEL_SHAPES[name]
 
 
 def build_model(name: str, num_classes: int = 10) -> nn.Module:
@@ -238,6 +281,7 @@ def build_model(name: str, num_classes: int = 10) -> nn.Module:
     >>> sum(p.numel() for p in model.parameters())
     4810
     """
+    load_parts()
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; choose from {sorted(MODELS)}")
     return MODELS[name](num_classes)

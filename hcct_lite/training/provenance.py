@@ -114,8 +114,11 @@ def compute_version(cfg) -> dict:
         compute version give the same numbers under the same CPU kernels and threads, so
         a stored result stays valid through refactors, comments, renames and new modules.
     """
+    from ..parts import load_parts
     from ..schemes.registry import SCHEME_CLASSES
     from .tasks import TASK_VERSIONS
+
+    load_parts()  # an installed extension's scheme or task
 
     version = {
         "engine": ENGINE_VERSION,
@@ -207,7 +210,8 @@ def provenance(device: str, cfg=None) -> dict:
         ``torch_threads``, ``cpu_capability`` (torch's kernels) and ``cpu_kernel_env`` (the
         :data:`KERNEL_VARIABLES` set for the run; empty: each library picked the machine's
         best): the same seed gives bit-identical CPU results only when these are the same;
-        and ``machine``.
+        ``machine``; and ``extensions`` (part -> ``"distribution version"``) where
+        another package adds schemes, tasks or networks.
     """
     import numpy
     import torch
@@ -215,7 +219,11 @@ def provenance(device: str, cfg=None) -> dict:
     dev = device
     if device.startswith("cuda") and torch.cuda.is_available():
         dev = f"cuda ({torch.cuda.get_device_name(0)})"
+    from ..parts import extensions
+
     version = {} if cfg is None else {"compute_version": compute_version(cfg)}
+    # the installed packages that add schemes, tasks or networks: "name version" each
+    version.update({"extensions": ext} if (ext := extensions()) else {})
     return {
         **version,
         "code_commit": os.environ.get("HCCT_CODE_COMMIT") or _git_commit(),

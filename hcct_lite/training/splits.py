@@ -30,12 +30,16 @@ __all__ = [
 
 @dataclass
 class ClientData:
-    """One client's data, as float tensors normalised to [-1, 1].
+    """One client's data: its training and test samples, and their labels.
+
+    The paper's tasks give images normalised to [-1, 1]. Any other task's samples have
+    the shape its network takes (:func:`~hcct_lite.training.models.input_shape`).
 
     Attributes
     ----------
-    x_train : (D_i, C, H, W) float32;  y_train : (D_i,) int64
-    x_test : (T_i, C, H, W) float32;   y_test : (T_i,) int64
+    x_train : ``(D_i, *S)`` float32, S the network's input, (C, H, W) for images
+    y_train : (D_i,) int64, labels in [0, classes) of the task
+    x_test, y_test : ``(T_i, *S)`` float32 and (T_i,) int64, alike
     domain : str, where the samples come from (data set name, rotation, ...)
     """
 

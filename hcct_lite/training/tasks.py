@@ -11,9 +11,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .data import load_dataset
-from .models import MODEL_INPUT
+from ..parts import load_parts, track
+from .data import PAPER_DOMAINS, cifar_source, digit_source, fmnist_source, load_dataset
+from .models import MODEL_INPUT, build_model, input_shape
 from .splits import (
+    ClientData,
     domain_split,
     even_split,
     iid_halfnormal,
@@ -27,13 +29,16 @@ __all__ = [
     "PAPER_TASKS",
     "TASKS",
     "TASK_VERSIONS",
+    "TASK_CLASSES",
+    "REQUIRED_DEFAULTS",
     "register_task",
+    "task_model",
+    "check_clients",
     "unregister_task",
     "build_clients",
     "available_source",
 ]
 
-PAPER_DOMAINS = ["mnist", "svhn", "usps", "synthdigits", "mnistm"]
 # The tasks the paper's grids, the report and the lessons use (rotated-digits is this
 # project's known-answer task).
 PAPER_TASKS = ("digit", "fmnist", "cifar10", "motivating", "rotated-digits")
@@ -42,12 +47,22 @@ PAPER_TASKS = ("digit", "fmnist", "cifar10", "motivating", "rotated-digits")
 # HCCT family, "hcct" for the others), its compute version, its builder and fall-back
 TASKS: dict = {}
 TASK_VERSIONS: dict = {}
+TASK_CLASSES: dict = {}  # name -> the number of labels (a network's outputs)
 _BUILDERS: dict = {}
 _FALLBACKS: dict = {}
+track(TASKS, TASK_VERSIONS, TASK_CLASSES, _BUILDERS, _FALLBACKS)  # an extension may add tasks
+# what every task states itself: the rest of a run's settings default to Table III's
+REQUIRED_DEFAULTS = ("model", "n_clients", "samples", "alpha")
 
 
 def register_task(
-    name: str, defaults: dict, build, version: int = 1, fallback=None, replace: bool = False
+    name: str,
+    defaults: dict,
+    build,
+    version: int = 1,
+    fallback=None,
+    replace: bool = False,
+    classes: int = 10,
 ) -> None:
     """Register the task ``name``: the one place a task is added.
 
@@ -56,12 +71,15 @@ def register_task(
     name : str
         A new name (or one to replace); not empty.
     defaults : dict
-        Its default settings (RunConfig fields: ``model``, ``dataset``, ``n_clients``,
-        ``samples``, ``epochs``...), with ``alpha`` a dict ``scheme -> alpha`` that has
-        ``"hcct"`` (the value for every scheme it does not name).
+        Its default settings (RunConfig fields). It must name :data:`REQUIRED_DEFAULTS`:
+        ``model``, ``n_clients``, ``samples`` and ``alpha``, a dict ``scheme -> alpha``
+        that has ``"hcct"`` (the value for every scheme it does not name). The others
+        (``epochs``, ``lr``, ...) default to Table III's.
     build : callable ``cfg -> list of ClientData``
         The seeded federation of a run (``cfg.n_clients`` clients; draw every random choice
-        from ``cfg.seed``).
+        from ``cfg.seed``). Each client's inputs have the shape of ``cfg.model``'s input
+        (:func:`~hcct_lite.training.models.input_shape`), its labels are in
+        ``[0, classes)``: :func:`check_clients` checks both.
     version : int >= 1, default=1
         Its compute version: bump it when ``build`` changes what it builds.
     fallback : callable ``data_root -> (overrides, note)``, default=None
@@ -69,35 +87,45 @@ def register_task(
         ``None``: it runs as it is.
     replace : bool, default=False
         Replace a task registered under the same name (else that is an error).
+    classes : int >= 2, default=10
+        The number of labels: the task's networks have that many outputs.
 
     Raises
     ------
     ValueError
-        If ``name`` is empty or taken (without ``replace``), ``defaults`` has no ``alpha``
-        dict with an ``"hcct"`` entry, ``build`` or ``fallback`` is not callable, or
-        ``version`` is not an int >= 1.
+        If ``name`` is empty or taken (without ``replace``), ``defaults`` misses a key of
+        :data:`REQUIRED_DEFAULTS` or its ``alpha`` is not a dict with an ``"hcct"`` entry,
+        ``build`` or ``fallback`` is not callable, or ``version`` or ``classes`` is not an
+        int in range.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"a task needs a name; got {name!r}")
     if name in TASKS and not replace:
         raise ValueError(f"a task named {name!r} is registered already")
-    alpha = defaults.get("alpha") if isinstance(defaults, dict) else None
+    if not isinstance(defaults, dict):
+        raise ValueError(f"task {name!r}: defaults must be a dict; got {defaults!r}")
+    missing = [k for k in REQUIRED_DEFAULTS if k not in defaults]
+    if missing:
+        raise ValueError(f"task {name!r}: its defaults must name {', '.join(missing)}")
+    alpha = defaults["alpha"]
     if not isinstance(alpha, dict) or "hcct" not in alpha:
         raise ValueError(f"task {name!r}: defaults need 'alpha', a dict with an 'hcct' entry")
+    if type(classes) is not int or classes < 2:
+        raise ValueError(f"task {name!r}: classes must be an int >= 2; got {classes!r}")
     for what, f in (("build", build), ("fallback", fallback)):
         if not callable(f) and not (what == "fallback" and f is None):
             raise ValueError(f"task {name!r}: {what} must be callable; got {f!r}")
     if type(version) is not int or version < 1:
         raise ValueError(f"task {name!r}: version must be an int >= 1; got {version!r}")
     TASKS[name], TASK_VERSIONS[name], _BUILDERS[name] = dict(defaults), version, build
-    _FALLBACKS[name] = fallback
+    _FALLBACKS[name], TASK_CLASSES[name] = fallback, classes
 
 
 def unregister_task(name: str) -> None:
     """Forget the task ``name`` (registered by :func:`register_task`); not the paper's."""
     if name in PAPER_TASKS:
         raise ValueError(f"{name!r} is one of the paper's tasks")
-    for table in (TASKS, TASK_VERSIONS, _BUILDERS, _FALLBACKS):
+    for table in (TASKS, TASK_VERSIONS, TASK_CLASSES, _BUILDERS, _FALLBACKS):
         table.pop(name, None)
 
 
@@ -184,66 +212,83 @@ def build_clients(cfg) -> list:
     Returns
     -------
     list of ClientData
-        ``cfg.n_clients`` clients, client i's ``x_train`` of shape (D_i, C, H, W) float32
-        and ``y_train`` of shape (D_i,) int64 (``x_test``, ``y_test`` alike), with (C, H, W)
-        the input of ``cfg.model``.
+        ``cfg.n_clients`` clients, client i's ``x_train`` of shape ``(D_i, *S)`` float32 and
+        ``y_train`` of shape (D_i,) int64 (``x_test``, ``y_test`` alike), with S the input
+        of ``cfg.model`` ((C, H, W) for an image network).
 
     Raises
     ------
     ValueError
-        If ``cfg.task`` is not registered, or the task refuses the settings (the
-        motivating example needs 3 clients, the Digit task a domain).
+        If ``cfg.task`` is not registered, the task refuses the settings (the motivating
+        example needs 3 clients, the Digit task a domain), its builder fails, or its
+        clients do not fit its network (:func:`check_clients`). The message names the task.
     DataNotFoundError
         If a data set is not found offline and cannot be downloaded.
     """
+    load_parts()
     if cfg.task not in _BUILDERS:
         raise ValueError(f"unknown task {cfg.task!r}; choose from {sorted(TASKS)}")
-    return _BUILDERS[cfg.task](cfg)
-
-
-def _found(name, data_root=None) -> bool:
-    from .data import DataNotFoundError, find_npz
-
-    if find_npz(name, data_root) is not None:  # present offline: no need to load it here
-        return True
     try:
-        load_dataset(name, data_root=data_root, download=True)
-        return True
-    except DataNotFoundError:
-        return False
+        clients = _BUILDERS[cfg.task](cfg)
+    except (ValueError, OSError):
+        raise
+    except Exception as err:  # a task's own bug: one line that names it, not a traceback
+        raise ValueError(
+            f"task {cfg.task!r}: building its clients failed: {type(err).__name__}: {err}"
+        ) from err
+    check_clients(cfg, clients)
+    return clients
 
 
-def _digit_source(data_root):
-    found = [d for d in PAPER_DOMAINS if _found(d, data_root)]
-    if not found:
-        return {"domains": ["digits"], "model": "digit_cnn"}, (
-            "no Digit domain found: using scikit-learn's digits as the only domain"
-        )
-    missing = [d for d in PAPER_DOMAINS if d not in found]
-    note = f"Digit domains found: {', '.join(found)}" + (
-        f"; missing (not downloadable here): {', '.join(missing)}" if missing else ""
-    )
-    return {"domains": found}, note if missing else ""
+def task_model(cfg):
+    """A fresh network of ``cfg.model`` with one output per class of ``cfg.task``."""
+    load_parts()
+    return build_model(cfg.model, TASK_CLASSES.get(cfg.task, 10))
 
 
-def _fmnist_source(data_root):
-    for name, note in (
-        ("fashion_mnist", ""),
-        ("mnist", "Fashion-MNIST not found: MNIST in its place"),
-    ):
-        if _found(name, data_root):
-            return {"dataset": name}, note
-    return {"dataset": "digits", "model": "small_digits"}, (
-        "neither Fashion-MNIST nor MNIST found: scikit-learn's digits in their place"
-    )
+def check_clients(cfg, clients) -> None:
+    """Raise naming the task and the client where ``clients`` do not fit ``cfg``.
 
+    Each client is a :class:`~hcct_lite.training.splits.ClientData` whose float inputs
+    have the shape of ``cfg.model``'s input and whose int64 labels lie in
+    ``[0, classes)`` of ``cfg.task`` (:func:`register_task`).
 
-def _cifar_source(data_root):
-    if _found("cifar10", data_root):
-        return {}, ""
-    return {"dataset": "digits", "model": "small_digits"}, (
-        "CIFAR-10 not found: scikit-learn's digits (and the small network) in its place"
-    )
+    Raises
+    ------
+    ValueError
+        At the first client that does not fit, naming the task, the client and the field.
+    """
+    task = f"task {cfg.task!r}"
+    if not isinstance(clients, (list, tuple)) or len(clients) != cfg.n_clients:
+        got = f"{len(clients)} clients" if isinstance(clients, (list, tuple)) else repr(clients)
+        raise ValueError(f"{task} built {got}, not n_clients={cfg.n_clients}")
+    shape, classes = input_shape(cfg.model), TASK_CLASSES.get(cfg.task, 10)
+    for i, c in enumerate(clients):
+        if not isinstance(c, ClientData):
+            raise ValueError(f"{task}: client {i} is a {type(c).__name__}, not a ClientData")
+        for split in ("train", "test"):
+            x, y = getattr(c, f"x_{split}"), getattr(c, f"y_{split}")
+            where = f"{task}: client {i}'s x_{split}"
+            if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+                raise ValueError(f"{where} must be a float tensor; got {type(x).__name__}")
+            if tuple(x.shape[1:]) != shape:
+                raise ValueError(
+                    f"{where} has samples of shape {tuple(x.shape[1:])}, but the model "
+                    f"{cfg.model!r} takes {shape}"
+                )
+            ok = isinstance(y, torch.Tensor) and y.dtype == torch.int64 and y.dim() == 1
+            if not ok or y.shape[0] != x.shape[0]:
+                raise ValueError(
+                    f"{task}: client {i}'s y_{split} must be an int64 tensor of shape "
+                    f"({x.shape[0]},), one label per sample"
+                )
+            bad = y[(y < 0) | (y >= classes)]
+            if bad.numel():
+                raise ValueError(
+                    f"{task}: client {i} has the label {int(bad[0])} in y_{split}, outside "
+                    f"0..{classes - 1}: the task has {classes} classes "
+                    "(register_task(..., classes=...))"
+                )
 
 
 def available_source(task: str, data_root=None):
@@ -254,6 +299,7 @@ def available_source(task: str, data_root=None):
     network); a task registered without a fall-back runs as it is. Returns ``(overrides,
     note)``; ``note`` is empty when nothing was swapped.
     """
+    load_parts()
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
     fallback = _FALLBACKS[task]
@@ -321,10 +367,10 @@ _DEFAULTS = {
 }
 
 for _name, _build, _fallback in (
-    ("digit", _digit, _digit_source),
-    ("fmnist", _fmnist, _fmnist_source),
-    ("cifar10", _cifar10, _cifar_source),
-    ("motivating", _motivating, _cifar_source),
+    ("digit", _digit, digit_source),
+    ("fmnist", _fmnist, fmnist_source),
+    ("cifar10", _cifar10, cifar_source),
+    ("motivating", _motivating, cifar_source),
     ("rotated-digits", _rotated_digits, None),
 ):
     register_task(_name, _DEFAULTS[_name], _build, version=1, fallback=_fallback)

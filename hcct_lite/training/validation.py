@@ -10,7 +10,7 @@ import dataclasses
 
 import numpy as np
 
-from ..parts import find, part_missing, part_settings
+from ..parts import find, load_parts, part_missing, part_settings
 from ..schemes.registry import scheme_names
 from .tasks import TASKS
 
@@ -142,6 +142,7 @@ def validate_config(cfg) -> None:
     :class:`SettingTypeError` for a type, ``ValueError`` for a value; run by every RunConfig.
     """
     _check_types(cfg)
+    load_parts()  # the installed extensions' tasks and schemes
     _need(cfg.task in TASKS, f"unknown task {cfg.task!r}; choose from {sorted(TASKS)}")
     _need(
         cfg.scheme in scheme_names(),

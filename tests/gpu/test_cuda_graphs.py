@@ -61,6 +61,7 @@ def test_cuda_graphs_is_how_a_run_ran_not_what_it_computed(tmp_path):
     cfg = make_config("rotated-digits", "hcct", 0, epochs=1)
     result = run_experiment(cfg, progress=False)
     result["config"].update(device="cuda", cuda_graphs=True)  # as a GPU run with graphs stores it
+    result["provenance"]["device"] = "cuda:0"
     path = tmp_path / "r.json"
     path.write_text(json.dumps(result))
     assert reuse_problem(str(path), cfg) is None

@@ -157,7 +157,11 @@ def test_a_bad_scheme_registration_is_refused_and_named(args, words):
     "name, defaults, build, kw, words",
     [
         ("", TOY_DEFAULTS, _plain_digits, {}, "a task needs a name"),
-        ("x", {}, _plain_digits, {}, "defaults need 'alpha', a dict with an 'hcct' entry"),
+        ("x", {}, _plain_digits, {}, "task 'x': its defaults must name model, n_clients, "),
+        ("x", {"model": "small_digits", "alpha": {"hcct": 1}}, _plain_digits, {}, "n_clients"),
+        ("x", [], _plain_digits, {}, "defaults must be a dict"),
+        ("x", TOY_DEFAULTS, _plain_digits, {"classes": 1}, "classes must be an int >= 2"),
+        ("x", TOY_DEFAULTS, _plain_digits, {"classes": 2.0}, "classes must be an int >= 2"),
         ("x", dict(TOY_DEFAULTS, alpha=1.0), _plain_digits, {}, "defaults need 'alpha'"),
         ("x", TOY_DEFAULTS, None, {}, "build must be callable"),
         ("x", TOY_DEFAULTS, _plain_digits, {"fallback": 3}, "fallback must be callable"),
@@ -192,6 +196,11 @@ def test_a_network_is_registered_with_its_input_or_refused():
         (("x", None, 8, 1), "build must be callable"),
         (("x", torch.nn.Linear, 0, 1), "side must be an int >= 1"),
         (("x", torch.nn.Linear, 8, 2.0), "channels must be an int >= 1"),
+        (("x", torch.nn.Linear, 8), "give side and channels, or input_shape"),
+        (("x", torch.nn.Linear, 8, 1, False, (30,)), "give side and channels, or input_shape"),
+        (("x", torch.nn.Linear, None, None, False, [30]), "input_shape must be a tuple"),
+        (("x", torch.nn.Linear, None, None, False, (30, 0)), "input_shape must be a tuple"),
+        (("x", torch.nn.Linear, None, None, False, ()), "input_shape must be a tuple"),
     ):
         with pytest.raises(ValueError, match=words):
             register_model(*args)

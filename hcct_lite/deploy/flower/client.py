@@ -13,8 +13,9 @@ import math
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
-from ...training.local import SGDTrainer, evaluate
-from ...training.models import build_model, head_names
+from ...training.local import SGDTrainer, evaluate, local_objective
+from ...training.models import head_names
+from ...training.tasks import task_model
 from ..privacy import dp_settings, private_train
 from .common import config_from_run_config, config_from_text, from_record, to_record
 from .silo_data import silo_data
@@ -145,7 +146,7 @@ def _setup(cfg, msg: Message, context: Context) -> tuple:
     if c is None:
         text = msg.content["config"].get("config-json") if "config" in msg.content else None
         c = config_from_text(text) if text else config_from_run_config(context.run_config)
-    model = build_model(c.model)
+    model = task_model(c)
     return c, model, *silo_data(c, context.node_config)
 
 
@@ -170,9 +171,12 @@ def _answer_train(cfg, msg: Message, context: Context) -> Message:
     start = _keep_head(msg, model, from_record(msg.content["model"]), context)
     dp = dp_settings(context.node_config)
     if dp is None:
-        res = SGDTrainer(model, c.local_epochs, c.batch_size, seed=c.seed).train_one(
-            start, data, lr, epoch, i
+        trainer = SGDTrainer(
+            model, c.local_epochs, c.batch_size, seed=c.seed, objective=local_objective(c)
         )
+        res = trainer.train_one(start, data, lr, epoch, i)
+    elif local_objective(c) is not None:
+        raise ValueError(f"the scheme {c.scheme!r} adds to the clients' step, which DP-SGD lacks")
     else:
         res, eps = _train_privately(c, model, start, data, lr, epoch, i, dp, context)
     if _keeps_head(msg):

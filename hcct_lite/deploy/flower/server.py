@@ -18,8 +18,8 @@ from typing_extensions import override
 from ...runs.results import write_json
 from ...schemes.registry import SCHEME_CLASSES
 from ...training.engine import run_experiment
-from ...training.models import build_model
 from ...training.replies import Rejected
+from ...training.tasks import task_model
 from .common import config_from_run_config, silo_config_text, to_record
 from .reading import enrolment, metric, training_result
 
@@ -86,7 +86,7 @@ class FlowerBackend:
         self.config_text = silo_config_text(cfg)  # only what a silo needs
         # the silo runs no scheme: whether it keeps its own classifier (HCCT-P) is said here
         self.keep_head = bool(SCHEME_CLASSES[cfg.scheme].keep_head)
-        model = build_model(cfg.model)
+        model = task_model(cfg)
         self.update_names = (
             list(model.state_dict())
             if cfg.update_includes_buffers
