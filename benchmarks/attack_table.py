@@ -10,10 +10,14 @@ aggregator at the deployment's norm rule (20) and ``--count-bound``, or ``deploy
 the Flower app's own defaults (``hcct_lite/deploy/flower/app/pyproject.toml``). Rows:
 
 - single attackers (silo 0): ``absent``, ``boost``, ``flip``, ``flip-0.9`` (at the clip's
-  edge for every robust rule), ``ipm``, ``alie``, ``mimic``, ``x-28125``, ``1e37``,
+  edge for every robust rule), ``flip-3``, ``ipm``, ``alie``, ``mimic``, ``x-28125``, ``1e37``,
   ``sleeper``, ``sleeper-0.9``, ``count`` and ``count+`` each attack;
 - colluders, each sending ``flip-0.9``: ``collude-2`` (silos 0-1 of 8), ``collude-3`` (0-2
-  of 8), ``collude-4of9`` (0-3 of 9 silos of 198 samples);
+  of 8), ``collude-4of9`` (0-3 of 9 silos of 198 samples); ``collude-2-own`` and
+  ``collude-3-own``: silos 0-1 or 0-2, each sending ``flip-3`` (they know only their own
+  data);
+- Sybils: ``sybil-2``, ``sybil-3`` (silos 0-1 or 0-2 send one vector, ``sybil``), and
+  ``sybil-3-noisy`` (near copies that evade the one-voice rule);
 - ``big-honest``: no attacker, silo 0 holds its samples 32 times over;
 - ``mixed-honest``: no attacker, silo 0's training images are the federation's mix (a
   quarter each turned by 0, 90, 180 and 270 degrees): what an honest silo whose update
@@ -54,6 +58,7 @@ SINGLE = (
     "boost",
     "flip",
     "flip-0.9",
+    "flip-3",
     "ipm",
     "alie",
     "mimic",
@@ -75,6 +80,11 @@ ATTACKS = (
         "collude-2",
         "collude-3",
         "collude-4of9",
+        "collude-2-own",
+        "collude-3-own",
+        "sybil-2",
+        "sybil-3",
+        "sybil-3-noisy",
         "big-honest",
         "2-silos-boost",
         "2-silos-flip",
@@ -93,6 +103,17 @@ def _row(attack: str) -> tuple:
         if attack.endswith("clean"):
             return "clean", (), (), {"n_clients": int(attack[0])}
         return attack.split("silos-")[-1], (0,), (0,), {"n_clients": int(attack[0])}
+    if attack.startswith("collude-") and attack.endswith("-own"):
+        k = int(attack[len("collude-")])
+        return "flip-3", tuple(range(k)), tuple(range(k)), {}
+    if attack.startswith("sybil-"):
+        k = int(attack[len("sybil-")])
+        return (
+            "sybil-noisy" if attack.endswith("noisy") else "sybil",
+            tuple(range(k)),
+            tuple(range(k)),
+            {},
+        )
     if attack.startswith("collude-"):
         k = int(attack[len("collude-")])
         setting = {"n_clients": 9, "samples": 198} if attack.endswith("of9") else {}

@@ -26,7 +26,11 @@ the code and, where an attack says so, every honest reply of the round:
   with silo 1, whose group then starts from the average of their models; ``sleeper-0.9``:
   the same, its model moved towards the poisoned one by 0.9 times the norm rule's
   allowance;
-- ``absent``: silo 0 never answers.
+- ``absent``: silo 0 never answers;
+- ``flip-3``: its own update x -3 (what a colluder that knows only its own data sends);
+- ``sybil``: every attacker sends one vector, the first one's own update x -3;
+  ``sybil-noisy``: that vector plus noise of 0.2 times its norm, each its own, so that no
+  two are closer than the one-voice rule's 0.1 (an attacker that knows the rule).
 """
 
 from __future__ import annotations
@@ -104,8 +108,16 @@ class AttackBackend:
             return own
         if kind == "flip-0.9":
             return -own * (0.9 * self._allowance(out, i) / max(float(own.norm()), 1e-30))
-        if kind in ("boost", "flip", "x-28125"):
-            return own * {"boost": 1e6, "flip": -1.0, "x-28125": -28125.0}[kind]
+        if kind in ("boost", "flip", "x-28125", "flip-3"):
+            return own * {"boost": 1e6, "flip": -1.0, "x-28125": -28125.0, "flip-3": -3.0}[kind]
+        if kind.startswith("sybil"):
+            first = min(j for j in self.attackers if j in out)
+            g = -3.0 * _flat(out[first].update, self.names)
+            if kind == "sybil-noisy":  # seeded by epoch and silo: the same run, the same noise
+                gen = torch.Generator().manual_seed(1000 * epoch + i)
+                noise = torch.randn(g.shape, generator=gen, dtype=g.dtype)
+                g = g + noise * (0.2 * float(g.norm()) / max(float(noise.norm()), 1e-30))
+            return g
         if kind in ("ipm", "alie") and honest:
             h = torch.stack(honest)
             if kind == "ipm":

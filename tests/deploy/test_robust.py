@@ -8,11 +8,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hcct_lite.deploy.defences import robust
 from hcct_lite.deploy.defences.norms import local_steps, norm_reference, per_step_norms
 from hcct_lite.deploy.defences.robust import (
     AGGREGATORS,
+    SAME_VOICE,
     Aggregator,
     capped_weights,
+    one_voice,
     round_reference,
     vouched_counts,
 )
@@ -22,6 +25,16 @@ from hcct_lite.training.engine import run_experiment
 
 START = {"w": torch.zeros(3), "n": torch.tensor(4)}
 ROBUST = [a for a in AGGREGATORS if a != "mean"]
+
+
+@pytest.fixture(autouse=True)
+def _each_its_own_voice(request, monkeypatch):
+    """Most tests here use identical honest deltas: hear each as its own voice there.
+
+    The tests of one voice (named so) run the rule as it ships.
+    """
+    if "voice" not in request.node.name:
+        monkeypatch.setattr(robust, "one_voice", lambda d: [[i] for i in range(len(d))])
 
 
 def _states(deltas, counts=None):
@@ -173,6 +186,7 @@ def test_a_declared_count_is_bounded_by_the_federations_median():
     assert vouched_counts([112, 10**6], 4).tolist() == [112, 448]  # of two, the smaller
     assert vouched_counts([0, 0], 4).tolist() == [0, 0]  # nobody enrolled
     assert vouched_counts([1, 1, 1], 1.5).tolist() == [1, 1, 1]  # never below 1
+    assert vouched_counts([112, 448], 1e308).tolist() == [112, 448]  # bound x median overflows
 
 
 @settings(max_examples=100, deadline=None)
@@ -255,6 +269,7 @@ def test_the_aggregator_records_at_the_epoch_it_is_given_and_keeps_no_round():
             "few_replies",
             "disputes",
             "history_left_out",
+            "same_voice",
             "_moved",
         }
     )
@@ -394,3 +409,56 @@ def test_a_scheme_remembers_how_each_model_moved_last_epoch_only():
         _states(honest), [START] * 3, [1] * 3, [10] * 3, range(3), epoch=0, model="global"
     )
     assert not vars(fedavg.aggregator)["_moved"]  # FedAvg remembers nothing
+
+
+# --- one voice: Sybils that send one vector ---------------------------------------------------
+
+
+def _d(*rows):
+    return [{"w": torch.tensor(r, dtype=torch.float64)} for r in rows]
+
+
+def test_identical_and_near_identical_updates_are_one_voice_and_no_others():
+    # within 0.1 of the longer norm: one voice; a chain of such pairs: one voice
+    assert one_voice(_d([1, 0], [1, 0], [0, 1])) == [[0, 1], [2]]
+    assert one_voice(_d([1, 0], [0, 1], [1.09, 0])) == [[0, 2], [1]]
+    assert one_voice(_d([1, 0], [1.12, 0])) == [[0], [1]]  # just past the bound
+    assert one_voice(_d([1, 0], [1.08, 0], [1.16, 0])) == [[0, 1, 2]]  # a chain
+    assert one_voice(_d([0, 0], [0, 0], [1, 0])) == [[0, 1], [2]]  # two silent ones
+    assert one_voice(_d([1, 0])) == [[0]] and one_voice([]) == [[]]
+    assert SAME_VOICE == 0.1
+
+
+@pytest.mark.parametrize("kind", ROBUST)
+def test_sybils_are_one_voice_under_every_robust_rule(kind):
+    rng = np.random.default_rng(0)
+    honest = [list(np.array([1.0, 1.0, 0.0]) + 0.3 * rng.standard_normal(3)) for _ in range(5)]
+    sybil = [-2.0, -2.0, 0.0]
+    got, agg = _combine(kind, honest + [sybil] * 3)
+    alone, _ = _combine(kind, honest + [sybil])  # the same, one of them alone
+    assert got == pytest.approx(alone)
+    assert agg.same_voice == {0: [[5, 6, 7]]}
+    record = agg.record()
+    assert record["same_voice"] == [{"epoch": 0, "voices": [[5, 6, 7]]}]
+    assert "one voice" in record["same_voice_note"]
+
+
+def test_one_voice_leaves_out_three_sybils_that_krum_alone_keeps(monkeypatch):
+    rng = np.random.default_rng(1)
+    honest = [list(np.array([1.0, 1.0, 0.0]) + 0.3 * rng.standard_normal(3)) for _ in range(3)]
+    deltas = honest + [[-1.0, -1.0, 0.0]] * 3
+    got, _ = _combine("krum-mean", deltas)
+    assert got[0] > 0.5 and got[1] > 0.5  # the Sybils' one voice is the far one, left out
+    monkeypatch.setattr(robust, "one_voice", lambda d: [[i] for i in range(len(d))])
+    fooled, _ = _combine("krum-mean", deltas)  # each Sybil backs the others at distance 0
+    assert fooled[0] < 0 and fooled[1] < 0
+
+
+def test_a_group_of_one_voice_is_that_voice_and_a_reference_counts_voices():
+    got, agg = _combine("krum-mean", [[2.0, 1.0, 0.0]] * 2)
+    assert got == pytest.approx([2.0, 1.0, 0.0]) and agg.few_replies == {}
+    # three updates of two voices: no majority, so no reference
+    ups = [{"w": torch.tensor([1.0, 0.0])}] * 2 + [{"w": torch.tensor([0.0, 1.0])}]
+    assert round_reference(ups) is None
+    ups.append({"w": torch.tensor([0.5, 0.5])})
+    assert round_reference(ups)["w"].tolist() == pytest.approx([-0.5, -0.5])

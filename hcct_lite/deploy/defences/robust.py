@@ -24,6 +24,8 @@ __all__ = [
     "vouched_counts",
     "capped_weights",
     "round_reference",
+    "one_voice",
+    "SAME_VOICE",
 ]
 
 AGGREGATORS = (
@@ -35,6 +37,9 @@ AGGREGATORS = (
     "multi-krum",
     "krum-mean",
 )
+# Updates closer than this share of the longer one's norm are one voice (:func:`one_voice`):
+# honest silos' nearest neighbours sit about twice as far or more (benchmarks/voices.py)
+SAME_VOICE = 0.1
 # The parameters an Aggregator is built with, fixed for its life
 _PARAMETERS = ("kind", "clip_factor", "trim_fraction", "batch_size", "local_epochs")
 
@@ -73,22 +78,35 @@ def vouched_counts(declared, bound: float) -> np.ndarray:
     positive = d[d > 0]
     if bound <= 0 or len(positive) == 0:
         return d.copy()
-    cap = max(1, int(bound * norm_reference(positive)))
-    return np.minimum(d, cap)
+    cap = bound * float(norm_reference(positive))
+    if cap >= d.max():  # a bound past every count (up to an infinite product) cuts nothing
+        return d.copy()
+    return np.minimum(d, max(1, int(cap)))
 
 
 def round_reference(updates: list):
     """The coordinate-wise median of a round's accepted ``updates`` as a delta, or None.
 
     ``updates`` are mappings name -> tensor of ``(w_start - w_end) / lr``; the result maps
-    each name to minus their median (the direction the models moved). None for fewer than
-    three: no majority.
+    each name to minus their median (the direction the models moved). Updates of one voice
+    (:func:`one_voice`) count once, as their mean. None for fewer than three voices: no
+    majority.
     """
     if len(updates) < 3:
         return None
-    return {
-        k: -torch.stack([u[k].float() for u in updates]).median(dim=0).values for k in updates[0]
-    }
+    floats = [{k: u[k].float() for k in updates[0]} for u in updates]
+    voices = [_mean_of([floats[i] for i in v]) for v in one_voice(floats)]
+    if len(voices) < 3:
+        return None
+    return {k: -torch.stack([u[k] for u in voices]).median(dim=0).values for k in updates[0]}
+
+
+def _mean_of(deltas: list) -> dict:
+    return (
+        deltas[0]
+        if len(deltas) == 1
+        else {k: sum(d[k] for d in deltas) / len(deltas) for k in deltas[0]}
+    )
 
 
 def _cosine(a: dict, b: dict) -> float:
@@ -98,14 +116,64 @@ def _cosine(a: dict, b: dict) -> float:
     return dot / (na * nb) if na > 0 and nb > 0 else 0.0
 
 
+def one_voice(deltas: list) -> list:
+    """The members of ``deltas`` that speak with one voice: lists of indices, in order.
+
+    Two deltas closer than :data:`SAME_VOICE` times the longer one's norm are one voice;
+    so is any chain of such pairs. In cross-silo training no two honest silos send the
+    same update: each trains on its own data. Sybils that send one vector, or near copies
+    of it, would otherwise back each other in every rule that counts heads (Krum's nearest
+    neighbours, a median, the history's majority). FoolsGold (Fung et al., 2020) treats
+    them alike.
+
+    Parameters
+    ----------
+    deltas : list of n mappings name -> tensor
+
+    Returns
+    -------
+    list of lists of int
+        A partition of ``range(n)``; each list ascending, the lists by their first member.
+    """
+    n = len(deltas)
+    if n < 2:
+        return [list(range(n))]
+    gram = torch.zeros(n, n, dtype=torch.float64)
+    for k in deltas[0]:
+        x = torch.stack([d[k] for d in deltas]).reshape(n, -1).double()
+        gram += (x @ x.T).cpu()
+    sq = torch.diag(gram)
+    dist = (sq[:, None] + sq[None, :] - 2 * gram).clamp(min=0).sqrt()
+    norm = sq.clamp(min=0).sqrt()
+    close = dist <= SAME_VOICE * torch.maximum(norm[:, None], norm[None, :])
+    root = list(range(n))
+
+    def find(i):
+        while root[i] != i:
+            i = root[i]
+        return i
+
+    for i in range(n):
+        for j in range(i + 1, n):
+            if close[i, j]:
+                a, b = sorted((find(i), find(j)))
+                root[b] = a
+    voices = {}
+    for i in range(n):
+        voices.setdefault(find(i), []).append(i)
+    return list(voices.values())
+
+
 class Aggregator:
     """How a group's models become one, from ``kind`` (one of :data:`AGGREGATORS`).
 
-    A robust rule also reads the model's own history: of three or more members, those whose
-    delta points against the model's last movement (cosine < 0) are left out while they are
-    at most half. Of fewer than three, no rule can tell which is honest. The clip's
-    references are then the smaller norms and the combination is the clipped mean. Two that
-    point apart are settled by the model's history, or else by the round's median.
+    A robust rule first hears members that send one update (:func:`one_voice`) as one: their
+    mean, with one member's weight. It also reads the model's own history: of three or more
+    members, those whose delta points against the model's last movement (cosine < 0) are
+    left out while they are at most half. Of fewer than three, no rule can tell which is
+    honest. The clip's references are then the smaller norms and the combination is the
+    clipped mean. Two that point apart are settled by the model's history, or else by the
+    round's median.
 
     Parameters
     ----------
@@ -127,6 +195,7 @@ class Aggregator:
     disputes : dict epoch -> ``{"kept", "left_out"}`` pairs of two that pointed apart
     history_left_out : dict epoch -> lists of the members of one group each, left out for
         pointing against the model's last movement
+    same_voice : dict epoch -> lists of members heard as one voice (one list a voice)
     """
 
     def __init__(
@@ -141,6 +210,7 @@ class Aggregator:
         self.kind, self.clip_factor, self.trim_fraction = kind, clip_factor, trim_fraction
         self.batch_size, self.local_epochs = batch_size, local_epochs
         self.few_replies, self.disputes, self.history_left_out = {}, {}, {}
+        self.same_voice = {}
         self._moved = {}  # model name -> (epoch, how it moved): the history rule's memory
 
     def __setattr__(self, name, value):
@@ -218,22 +288,28 @@ class Aggregator:
         """
         if self.kind == "mean" or len(states) == 1:
             return weighted_average(states, weights)
-        w = capped_weights(weights)
         floats = [k for k, v in states[0].items() if v.is_floating_point()]
         deltas = [{k: s[k] - st[k] for k in floats} for s, st in zip(states, starts, strict=True)]
         deltas = self._clipped(deltas, local_steps(sizes, self.batch_size, self.local_epochs))
         ids = [int(i) for i in members] or list(range(len(states)))
+        deltas, voice_w, ids = self._voices(
+            deltas, np.asarray(weights, dtype=np.float64), ids, epoch
+        )
+        w = capped_weights(voice_w)
         kept = self._with_history(deltas, history, ids, epoch)
         if len(kept) < len(deltas):
             deltas, ids = [deltas[i] for i in kept], [ids[i] for i in kept]
-            w = capped_weights(np.asarray(weights)[kept])
-        few = len(deltas) < 3  # no majority to go by (two: the history leaves at least two)
-        if few:
-            self.few_replies.setdefault(epoch, []).append(ids)
-            w = self._settle_dispute(
-                deltas, w, ids, epoch, reference if history is None else history
-            )
-        combined = COMBINE["clipped-mean" if few else self.kind](deltas, w, self)
+            w = capped_weights(voice_w[kept])
+        if len(deltas) == 1:  # one voice: nothing to weigh it against
+            combined = deltas[0]
+        else:
+            few = len(deltas) < 3  # no majority (two: the history leaves at least two)
+            if few:
+                self.few_replies.setdefault(epoch, []).append(ids)
+                w = self._settle_dispute(
+                    deltas, w, ids, epoch, reference if history is None else history
+                )
+            combined = COMBINE["clipped-mean" if few else self.kind](deltas, w, self)
         same = all(st is starts[0] for st in starts)
         base = starts[0] if same else weighted_average(starts, weights)
         out = weighted_average(states, weights)  # integer entries: the rounded average
@@ -267,6 +343,25 @@ class Aggregator:
             {"kept": members[kept], "left_out": members[1 - kept]} if members else {}
         )
         return np.eye(2)[kept]
+
+    def _voices(self, deltas: list, weights, members: list, epoch: int) -> tuple:
+        """``(deltas, weights, members)`` with each voice (:func:`one_voice`) as one member.
+
+        A voice of several is their mean delta, the mean of their weights and its first
+        member's id; it is recorded at ``epoch``.
+        """
+        voices = one_voice(deltas)
+        if len(voices) == len(deltas):
+            return deltas, weights, members
+        self.same_voice.setdefault(epoch, []).extend(
+            [members[i] for i in v] for v in voices if len(v) > 1
+        )
+        merged = [_mean_of([deltas[i] for i in v]) for v in voices]
+        return (
+            merged,
+            np.array([weights[v].mean() for v in voices]),
+            [members[v[0]] for v in voices],
+        )
 
     def _with_history(self, deltas: list, history, members: list, epoch: int) -> list:
         """The indices of the members kept, of ``deltas`` against the model's ``history``.
@@ -315,6 +410,14 @@ class Aggregator:
             out["history_left_out_note"] = (
                 "members whose update pointed against the last movement of the model they "
                 "trained (cosine < 0), while they were at most half of their group, were left out"
+            )
+        if self.same_voice:
+            out["same_voice"] = [
+                {"epoch": e, "voices": v} for e, v in sorted(self.same_voice.items())
+            ]
+            out["same_voice_note"] = (
+                f"members whose updates were closer than {SAME_VOICE:g} x the longer one's norm "
+                "were heard as one voice: their mean update, with one member's weight"
             )
         if self.disputes:
             out["disputes"] = [{"epoch": e, "pairs": p} for e, p in sorted(self.disputes.items())]
