@@ -3,10 +3,12 @@
 The imprint construction (``benchmarks/leaks.py``) reads whole training images from a
 single reply at every guard's default; with ``dp-noise-multiplier`` set, the same message
 gives back none, the reply says the epsilon spent, and the silo keeps its account across
-messages and refuses to go over its budget.
+messages and runs (its ledger) and refuses to go over its budget.
 """
 
+import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -22,7 +24,12 @@ from flwr.app import ConfigRecord, Message, RecordDict  # noqa: E402
 from hcct_lite.deploy.flower.client import make_client_app  # noqa: E402
 from hcct_lite.deploy.flower.common import from_record, silo_config_text, to_record  # noqa: E402
 from hcct_lite.deploy.inline import InlineGrid  # noqa: E402
-from hcct_lite.deploy.privacy import DPSettings, dp_settings, private_train  # noqa: E402
+from hcct_lite.deploy.privacy import (  # noqa: E402
+    LEDGER_FILE,
+    DPSettings,
+    dp_settings,
+    private_train,
+)
 from hcct_lite.training.config import make_config  # noqa: E402
 from hcct_lite.training.models import build_model  # noqa: E402
 from hcct_lite.training.tasks import build_clients  # noqa: E402
@@ -79,19 +86,90 @@ def test_the_one_message_label_histogram_is_exact_without_dp_and_noise_with_it()
     assert errors[0.0] < 0.05 and errors[1.0] > 20  # 112 samples: off by >= 20 in all
 
 
-def test_the_silo_keeps_its_account_over_messages_and_keeps_its_budget():
+def _epsilons(node, runs, per_run):
+    """Each reply's ``dp-epsilon`` (None: refused) over ``runs`` runs of ``per_run`` epochs.
+
+    Each run is a fresh grid: a fresh Flower context, as a server's new run gets.
+    """
     cfg = make_config("rotated-digits", "hcct", 0)
     state = build_model(cfg.model).state_dict()
+    out, reasons = [], []
+    for run in range(runs):
+        grid = InlineGrid(make_client_app(), {100: node}, run_id=run + 1)
+        for epoch in range(per_run):
+            reply = _train(grid, cfg, state, epoch=epoch, lr=0.1)
+            refused = reply.has_error()
+            out.append(None if refused else reply.content["metrics"]["dp-epsilon"])
+            reasons += [reply.error.reason] if refused else []
+    return out, reasons
+
+
+def test_the_silo_keeps_its_account_over_messages_and_keeps_its_budget(tmp_path):
     node = {"partition-id": 0, "dp-noise-multiplier": 1.0, "dp-max-epsilon": 8.0}
-    grid = InlineGrid(make_client_app(), {100: node})
-    first = _train(grid, cfg, state, epoch=0, lr=0.1).content["metrics"]["dp-epsilon"]
-    second = _train(grid, cfg, state, epoch=1, lr=0.1).content["metrics"]["dp-epsilon"]
-    # 112 samples, batches of 64: 5.4 after one epoch, 7.4 after two (delta 1e-5)
-    assert 0 < first < second < 8.0  # the same node's context: spending adds up
-    reply = _train(grid, cfg, state, epoch=2, lr=0.1)  # 9.5: over the budget
-    assert reply.has_error() and "over its budget 8 (node config dp-max-epsilon)" in (
-        reply.error.reason
+    (first, second, third), (reason,) = _epsilons(
+        {**node, "dp-ledger-dir": str(tmp_path / "silo")}, 1, 3
     )
+    # 112 samples, batches of 64: 5.4 after one epoch, 7.6 after two (delta 1e-5)
+    assert 0 < first < second < 8.0  # the same silo: spending adds up
+    assert third is None and "over its budget 8 (node config dp-max-epsilon)" in reason  # 9.0
+
+
+def test_the_budget_adds_up_over_every_run_the_silo_serves(tmp_path):
+    # issue 74: a server that started a new run met a fresh budget (70 messages, epsilon 40)
+    node = {"partition-id": 0, "dp-noise-multiplier": 1.0, "dp-max-epsilon": 8.0}
+    one_run, _ = _epsilons({**node, "dp-ledger-dir": str(tmp_path / "a")}, 1, 3)
+    folder = tmp_path / "b"
+    many_runs, reasons = _epsilons({**node, "dp-ledger-dir": str(folder)}, 4, 1)
+    assert many_runs[:3] == one_run and one_run[2] is None and many_runs[3] is None
+    assert all("over its budget 8" in r for r in reasons)
+    entries = json.loads((folder / LEDGER_FILE).read_text())  # a refusal spends nothing
+    assert len(entries) == 2 and entries[0] == entries[1] and entries[0][:2] == [1.0, 0.5]
+    assert os.stat(folder).st_mode & 0o777 == 0o700
+
+
+def test_without_a_budget_no_ledger_is_needed_and_the_account_lasts_one_run():
+    node = {"partition-id": 0, "dp-noise-multiplier": 1.0}
+    epsilons, reasons = _epsilons(node, 2, 2)
+    assert not reasons and epsilons[0] < epsilons[1] and epsilons[2:] == epsilons[:2]
+
+
+def test_a_budget_without_a_ledger_is_refused_in_one_line():
+    node = {"partition-id": 0, "dp-noise-multiplier": 1.0, "dp-max-epsilon": 8.0}
+    epsilons, (reason,) = _epsilons(node, 1, 1)
+    assert epsilons == [None] and "\n" not in reason
+    assert "node config dp-max-epsilon needs dp-ledger-dir" in reason
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"not json",
+        b'{"history": []}',
+        b"[[1.0, 0.5]]",
+        b"[[1.0, 0.5, -1]]",
+        b"[[true, 0.5, 2]]",
+        b"",
+    ],
+)
+def test_a_corrupt_ledger_is_refused_naming_it_never_reset(tmp_path, content):
+    folder = tmp_path / "silo"
+    folder.mkdir(mode=0o700)
+    (folder / LEDGER_FILE).write_bytes(content)
+    node = {"partition-id": 0, "dp-noise-multiplier": 1.0, "dp-max-epsilon": 8.0}
+    epsilons, (reason,) = _epsilons({**node, "dp-ledger-dir": str(folder)}, 1, 1)
+    assert epsilons == [None] and "\n" not in reason
+    assert f"{folder / LEDGER_FILE}: is not a DP ledger" in reason
+    assert (folder / LEDGER_FILE).read_bytes() == content
+
+
+def test_a_ledger_that_is_a_link_is_refused_naming_it(tmp_path):
+    folder = tmp_path / "silo"
+    folder.mkdir(mode=0o700)
+    (tmp_path / "elsewhere.json").write_text("[]")
+    (folder / LEDGER_FILE).symlink_to(tmp_path / "elsewhere.json")
+    node = {"partition-id": 0, "dp-noise-multiplier": 1.0, "dp-max-epsilon": 8.0}
+    _, (reason,) = _epsilons({**node, "dp-ledger-dir": str(folder)}, 1, 1)
+    assert f"{folder / LEDGER_FILE}: cannot be read" in reason
 
 
 @pytest.mark.parametrize(
@@ -104,6 +182,9 @@ def test_the_silo_keeps_its_account_over_messages_and_keeps_its_budget():
         ({"dp-noise-multiplier": 1.0, "dp-max-grad-norm": 0}, "dp-max-grad-norm is out of range"),
         ({"dp-noise-multiplier": 1.0, "dp-delta": 1.0}, "dp-delta is out of range"),
         ({"dp-noise-multiplier": 1.0, "dp-max-epsilon": -2}, "dp-max-epsilon is out of range"),
+        ({"dp-noise-multiplier": 1.0, "dp-max-epsilon": 8}, "dp-max-epsilon needs dp-ledger-dir"),
+        ({"dp-noise-multiplier": 1.0, "dp-ledger-dir": "silo"}, "must be an absolute path"),
+        ({"dp-noise-multiplier": 1.0, "dp-ledger-dir": 3}, "must be an absolute path"),
     ],
 )
 def test_dp_settings_are_validated_naming_the_key(node, words):

@@ -16,7 +16,7 @@ from flwr.clientapp import ClientApp
 from ...training.local import SGDTrainer, evaluate, local_objective
 from ...training.models import head_names
 from ...training.tasks import task_model
-from ..privacy import dp_settings, private_train
+from ..privacy import dp_settings, ledger, private_train
 from .common import config_from_run_config, config_from_text, from_record, to_record
 from .silo_data import silo_data
 
@@ -192,14 +192,23 @@ def _answer_train(cfg, msg: Message, context: Context) -> Message:
 
 
 def _train_privately(c, model, start, data, lr, epoch, i, dp, context) -> tuple:
-    """DP-SGD (:mod:`hcct_lite.deploy.privacy`): the silo's spending so far is in its context."""
+    """DP-SGD (:mod:`hcct_lite.deploy.privacy`), counted in the silo's ledger if it has one.
+
+    With ``dp-ledger-dir``, the silo's spending over every run it served is read from its
+    ledger, and the new entry is written there before the first step: no reply goes out
+    uncounted. Without one (allowed only with no budget), this run's spending is kept in
+    its Flower context.
+    """
+    seed = c.seed * 1_000_003 + epoch * 10_007 + i
+    args = (model, start, data, lr, seed, c.local_epochs, c.batch_size, dp)
+    if dp.ledger:
+        with ledger(dp.ledger) as (history, record):
+            res, _, eps = private_train(*args, history, record)
+        return res, eps
     spent = context.state["dp"] if "dp" in context.state else None
     keys = ("sigma", "rate", "steps")
     history = [] if spent is None else list(zip(*(spent[k] for k in keys), strict=True))
-    seed = c.seed * 1_000_003 + epoch * 10_007 + i
-    res, history, eps = private_train(
-        model, start, data, lr, seed, c.local_epochs, c.batch_size, dp, history
-    )
+    res, history, eps = private_train(*args, history)
     sigma, rate, steps = (list(v) for v in zip(*history, strict=True))
     context.state["dp"] = MetricRecord(
         {
