@@ -233,6 +233,11 @@ def write_kit(out: Path, student_notebooks: Path) -> Path:
     return kit
 
 
+USAGE = """usage: assessment.py [FOLDER]            write the assessment's editions (classroom/)
+       assessment.py key STUDENT_ID     print a student's variant and its key
+       assessment.py grade SUBMISSION... [--csv F] [--timeout S] [--unisolated]"""
+
+
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["grade"]:
@@ -242,10 +247,22 @@ def main(argv=None) -> int:
         parser.add_argument("--timeout", type=int, default=120, help="seconds per cell")
         parser.add_argument("--total", type=int, default=1800, help="seconds per notebook")
         parser.add_argument("--checkout", type=Path, help="the checkout to watch (this one)")
+        parser.add_argument(
+            "--unisolated",
+            action="store_true",
+            help="grade where kernels cannot run isolated: a submission can change your files",
+        )
         opts = parser.parse_args(args[1:])
         from grading import grade
 
-        rows = grade(opts.submissions, opts.csv, opts.timeout, opts.total, opts.checkout)
+        rows = grade(
+            opts.submissions,
+            opts.csv,
+            opts.timeout,
+            opts.total,
+            opts.checkout,
+            isolate=not opts.unisolated,
+        )
         return 1 if any(r["flagged"].startswith("not graded") for r in rows) else 0
     if args[:1] == ["key"]:
         if len(args) != 2:
@@ -254,6 +271,11 @@ def main(argv=None) -> int:
         for name, value in answer_key(args[1]).items():
             print(f"{name} = {value!r}")
         return 0
+    if args[:1] in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
+    if len(args) > 1 or (args and args[0].startswith("-")):
+        raise SystemExit(f"assessment.py: cannot read {' '.join(args)!r}\n{USAGE}")
     out = Path(args[0]) if args else ROOT / "classroom"
     build_assessment(out / "assessment")
     print(f"wrote {out / 'assessment'}: the student and solved editions of 06")

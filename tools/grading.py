@@ -37,7 +37,17 @@ from pathlib import Path
 
 import nbformat
 from assessment import QUESTIONS, ROOT, SKIP, SOURCE, answer_key
-from grading_files import changed, few, fingerprint, lock, manifest, remove, tracked, unlock
+from grading_files import (
+    changed,
+    few,
+    fingerprint,
+    lock,
+    manifest,
+    remove,
+    tracked,
+    unlock,
+    untracked,
+)
 from grading_kernel import KERNEL, run_submission
 from grading_sandbox import Reaper, unavailable, wrap
 
@@ -146,8 +156,8 @@ class _Class:
         shutil.copytree(results, self.pristine / "results", ignore=SKIP)
         self.expected = manifest(self.pristine)
         lock(self.pristine)
-        self.tracked = tracked(root)
-        self.checkout = fingerprint(self.tracked)
+        self.root, self.tracked = root, tracked(root)
+        self.checkout = self.state()
         (base / "root").mkdir()
         venv = Path(os.path.realpath(sys.prefix))
         shown = [p for p in self.tracked if not p.resolve().is_relative_to(venv)][:50]
@@ -195,9 +205,13 @@ class _Class:
         names = [name for name, alive in self.loose.items() if alive]
         return [n for n in names if row is None or n != row["submission"]]
 
+    def state(self) -> dict:
+        """The hashes of the checkout's tracked files and of its new, unignored ones."""
+        return fingerprint(self.tracked + untracked(self.root))
+
     def watch(self, row: dict) -> bool:
         """Whether the checkout changed while ``row`` ran; flag it, and blame fairly."""
-        now = fingerprint(self.tracked)
+        now = self.state()
         if now == self.checkout:
             return False
         moved, self.checkout = few(changed(self.checkout, now)), now
@@ -214,7 +228,7 @@ class _Class:
     def late(self, settle: float) -> str | None:
         """A warning when the checkout changed ``settle`` seconds after the last one."""
         time.sleep(settle)
-        now = fingerprint(self.tracked)
+        now = self.state()
         if now == self.checkout:
             return None
         moved, names = few(changed(self.checkout, now)), self.suspects()
@@ -268,8 +282,8 @@ def grade(
     settle : float, default=2.0
         Seconds after the last submission before the checkout is looked at again.
     isolate : bool, default=True
-        Run each kernel isolated where the system allows; False runs it as the grader
-        (the checks on changed files then still stand).
+        Run each kernel isolated, and refuse to grade where the system does not allow it;
+        False runs it as the grader (the checks on changed files then still stand).
 
     Returns
     -------
@@ -281,7 +295,7 @@ def grade(
     Raises
     ------
     SystemExit
-        Naming a submission that is not a file.
+        Naming a submission that is not a file, or why kernels cannot run isolated here.
     """
     paths = [Path(p) for p in submissions]
     for path in paths:
@@ -293,6 +307,11 @@ def grade(
     stopped, touched, late = None, [], None
     try:
         group = _Class(base, Path(root or ROOT), (timeout, total), isolate)
+        if isolate and group.why_not:
+            raise SystemExit(
+                f"cannot grade isolated here ({group.why_not}): a submission could change "
+                "your files. Grade on Linux with unshare, or pass --unisolated to accept that."
+            )
         for line in _warnings(group.why_not):
             print(line, flush=True)
         for nb, key, row in jobs:

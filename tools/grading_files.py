@@ -44,6 +44,19 @@ def tracked(root: Path) -> list:
     return [root / n for n in names]
 
 
+def untracked(root: Path) -> list:
+    """The checkout's untracked files that git does not ignore (none outside git)."""
+    done = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard", "-z"],
+        cwd=root,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    names = [n for n in done.stdout.decode().split("\0") if n] if done.returncode == 0 else []
+    return [root / n for n in names]
+
+
 def fingerprint(paths: list) -> dict:
     out = {}
     for path in paths:

@@ -83,10 +83,10 @@ def _script(new_root: Path, tmp: Path, kit: Path) -> str:
         elif top.is_dir():
             lines.append(f'mkdir -p "$R"{q(str(top))}')
             lines.append(f'mount --bind -o ro {q(str(top))} "$R"{q(str(top))}')
+    lines.append(DEVICES)  # first: a virtual environment under /tmp goes on its tmpfs
     for path in _python_dirs():
         lines.append(f'mkdir -p "$R"{q(str(path))}')
         lines.append(f'mount --bind -o ro {q(str(path))} "$R"{q(str(path))}')
-    lines.append(DEVICES)
     lines.append(f'mkdir -p "$R"{q(str(tmp))}')
     lines.append(f'mount --bind {q(str(tmp))} "$R"{q(str(tmp))}')
     lines.append(f'mount --bind -o ro {q(str(kit))} "$R"{q(str(kit))}')

@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import assessment as tool  # noqa: E402
 import grading  # noqa: E402
 import grading_kernel  # noqa: E402
+import grading_sandbox  # noqa: E402
 from assessment import (  # noqa: E402
     EXAMPLE_ID,
     SOURCE,
@@ -359,6 +360,9 @@ def test_a_class_is_graded_and_no_submission_can_game_it(built, tmp_path):
     snapshot = tmp_path / "snapshot"
     shutil.copytree(ROOT / "hcct_lite", snapshot / "hcct_lite", ignore=tool.SKIP)
     grades = tmp_path / "grades.csv"
+    # where kernels cannot run isolated, the grader refuses unless told to accept it
+    (tmp_path / "probe").mkdir()
+    isolated = grading_sandbox.unavailable(tmp_path / "probe", []) is None
     done = subprocess.run(  # as make grade runs it
         [
             sys.executable,
@@ -371,6 +375,7 @@ def test_a_class_is_graded_and_no_submission_can_game_it(built, tmp_path):
             "30",
             "--checkout",
             str(snapshot),
+            *([] if isolated else ["--unisolated"]),
         ],
         capture_output=True,
         text=True,
@@ -395,7 +400,7 @@ def test_a_class_is_graded_and_no_submission_can_game_it(built, tmp_path):
     }, done.stdout
     flagged = {name for name, r in rows.items() if r["flagged"]}
     # isolated, the copy is mounted read-only: writing to it fails, and nothing changes
-    isolated = "no isolation" not in done.stdout
+    assert isolated == ("no isolation" not in done.stdout)
     assert flagged == (set() if isolated else {"append.ipynb", "delete.ipynb"}), done.stdout
     for name in flagged:  # by name, in the output and the CSV
         assert "changed its copy of the package" in rows[name]["flagged"]
@@ -426,12 +431,20 @@ def test_the_kernel_reads_a_read_only_copy_and_changes_outside_it_are_flagged(bu
     (checkout / "hcct_lite").mkdir(parents=True)
     (checkout / "hcct_lite" / "checks.py").write_text("# the teacher's file\n")
     target = checkout / "hcct_lite" / "checks.py"
+    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "the teacher's checkout"], check=True)
+    planted = checkout / "planted.txt"  # a new file, which git does not track
     hand_ins = {
         "probe.ipynb": _fill(student, {}, IDS[0], after={6: PROBE}),
         "checkout.ipynb": _fill(
             student, {}, IDS[0], prelude=f"\nopen({str(target)!r}, 'a').write('x = 1\\n')\n"
         ),
         "honest.ipynb": with_student_id(solved, IDS[1]),
+        "new-file.ipynb": _fill(
+            student, {}, IDS[1], prelude=f"\nopen({str(planted)!r}, 'w').write('x')\n"
+        ),
         "pristine.ipynb": _fill(
             student,
             {},
@@ -456,6 +469,7 @@ def test_the_kernel_reads_a_read_only_copy_and_changes_outside_it_are_flagged(bu
     assert probe["answer_5"] == "0o444"  # read-only (for any user but root)
     assert "the checkout changed while it ran: checks.py" in rows["checkout.ipynb"]["flagged"]
     assert rows["honest.ipynb"]["total"] == 6 and not rows["honest.ipynb"]["flagged"]
+    assert "the checkout changed while it ran: planted.txt" in rows["new-file.ipynb"]["flagged"]
     assert rows["pristine.ipynb"]["flagged"] == "changed the grader's own copy of the package"
     assert rows["not-graded.ipynb"]["flagged"].startswith("not graded")
     assert rows["not-graded.ipynb"]["total"] == 0
@@ -497,3 +511,20 @@ def test_two_hand_ins_of_one_id_written_two_ways_are_noted(tmp_path):
     noted = [("same id" in row["notes"]) for row in rows]
     assert noted == [True, True, False], rows
     assert rows[0]["student_id"] == "S1001" and rows[1]["student_id"] == "s1001"
+
+
+def test_grading_refuses_where_kernels_cannot_run_isolated(monkeypatch, tmp_path, capsys):
+    nb = tmp_path / "hand-in.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), nb)
+    monkeypatch.setattr(grading, "unavailable", lambda base, hidden: "no namespaces here")
+    with pytest.raises(SystemExit, match=r"cannot grade isolated here \(no namespaces here\)"):
+        grade([nb], root=tmp_path)
+    with pytest.raises(SystemExit, match="--unisolated"):
+        tool.main(["grade", str(nb)])
+
+
+def test_the_tool_reads_help_and_refuses_an_option_it_does_not_know(capsys, tmp_path):
+    assert tool.main(["--help"]) == 0 and "assessment.py key STUDENT_ID" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="cannot read '--out x'"):
+        tool.main(["--out", "x"])
+    assert not Path("--help").exists() and not Path("--out").exists()
