@@ -23,6 +23,7 @@ __all__ = [
     "write_at",
     "write_text",
     "others_can_write",
+    "other_writer",
     "output_problem",
 ]
 
@@ -34,22 +35,52 @@ def _owner(uid: int) -> str:
         return f"uid {uid}"
 
 
-def others_can_write(st: os.stat_result) -> bool:
-    """Whether a user other than the owner may write where ``st`` describes.
+def other_writer(st: os.stat_result) -> str | None:
+    """Who besides me may write where ``st`` describes, or None.
 
-    World-writable; or group-writable for a group with another member (a user's own
-    private group, the default of many systems, has none).
+    Parameters
+    ----------
+    st : os.stat_result
+        The entry's status (``os.stat`` or ``os.lstat``).
+
+    Returns
+    -------
+    str or None
+        ``"everyone"`` if it is world-writable. If it is group-writable: another user in
+        the group, or ``"anyone in group ..."``. None if no one else may write it.
+
+    Notes
+    -----
+    A group has another writer if another user is listed in it (``gr_mem``) or has it as
+    primary group (``pw_gid``). The list never names users whose primary group it is. A
+    group that is not my primary group counts as others, and so does an unknown gid. My
+    own private group, the default of many systems, has no other writer.
     """
     if st.st_mode & stat.S_IWOTH:
-        return True
+        return "everyone"
     if not st.st_mode & stat.S_IWGRP:
-        return False
-    me = _owner(os.getuid())
+        return None
     try:
         group = grp.getgrgid(st.st_gid)
     except KeyError:
-        return True
-    return any(m != me for m in group.gr_mem) or st.st_gid != os.getgid()
+        return f"anyone in group {st.st_gid} (an unknown group)"
+    me = _owner(os.getuid())
+    others = [m for m in group.gr_mem if m != me] or [
+        u.pw_name for u in pwd.getpwall() if u.pw_gid == st.st_gid and u.pw_name != me
+    ]
+    if others:
+        return f"{others[0]}, of group {group.gr_name}"
+    if st.st_gid != os.getgid():
+        return f"anyone in group {group.gr_name}"
+    return None
+
+
+def others_can_write(st: os.stat_result) -> bool:
+    """Whether a user other than me may write where ``st`` describes.
+
+    See :func:`other_writer`, which also says who.
+    """
+    return other_writer(st) is not None
 
 
 def _ancestor_problem(path: Path) -> str | None:
@@ -76,8 +107,11 @@ def _ancestor_problem(path: Path) -> str | None:
             return f"{folder}, a folder above it, cannot be read ({err.strerror})"
         if st.st_uid not in (os.getuid(), 0):
             return f"{folder}, a folder above it, belongs to {_owner(st.st_uid)}"
-        if others_can_write(st) and not st.st_mode & stat.S_ISVTX:
-            return f"other users can write to {folder}, a folder above it with no sticky bit"
+        who = other_writer(st)
+        if who and not st.st_mode & stat.S_ISVTX:
+            return (
+                f"other users can write to {folder}, a folder above it with no sticky bit ({who})"
+            )
     return None
 
 
@@ -101,8 +135,8 @@ def folder_problem(path, private: bool = False) -> str | None:
         return "is not a folder"
     if st.st_uid != os.getuid() and not (st.st_uid == 0 and not os.access(path, os.W_OK)):
         return f"belongs to {_owner(st.st_uid)}"
-    if others_can_write(st):
-        return f"other users can write to it (mode {stat.S_IMODE(st.st_mode):04o})"
+    if who := other_writer(st):
+        return f"other users can write to it (mode {stat.S_IMODE(st.st_mode):04o}: {who})"
     if private and st.st_mode & 0o077:
         return (
             f"other users can read it (mode {stat.S_IMODE(st.st_mode):04o}); make it "

@@ -5,6 +5,7 @@ and files (the tests need root for that; without it they are skipped, saying so)
 host's ``fs.protected_symlinks`` is left as it is: the rules must hold where it is 0.
 """
 
+import grp
 import json
 import os
 import pwd
@@ -17,8 +18,10 @@ import pytest
 
 from hcct_lite.cli import main
 from hcct_lite.deploy.task_journal import TaskJournal, default_folder
+from hcct_lite.runs import files
 from hcct_lite.runs.files import folder_problem, private_folder, write_at, write_text
 from hcct_lite.runs.results import write_json
+from hcct_lite.runs.store import check_output_path
 
 ROOT = os.geteuid() == 0
 as_root = pytest.mark.skipif(not ROOT, reason="playing another user needs root (setuid)")
@@ -270,3 +273,90 @@ def test_another_users_link_on_the_way_is_refused(shared, precious):
     with pytest.raises(ValueError, match="on its way, is a link nobody made"):
         TaskJournal(via / "state")
     assert not (precious / "state").exists()
+
+
+SHARED = 4001  # a gid that is not this user's
+
+
+def fake_users(monkeypatch, groups: dict, primary: dict) -> None:
+    """Play the user database: ``groups`` gid -> listed members, ``primary`` name -> pw_gid.
+
+    This user is ``me``, whose primary group is its own; any other gid is unknown.
+    """
+
+    def passwd(name, uid, gid):
+        return pwd.struct_passwd((name, "x", uid, gid, "", "/", "/bin/sh"))
+
+    users = [passwd("me", os.getuid(), os.getgid())]
+    users += [passwd(n, 5000 + i, g) for i, (n, g) in enumerate(primary.items())]
+
+    def getgrgid(gid):
+        if gid not in groups:
+            raise KeyError(gid)
+        return grp.struct_group((f"g{gid}", "x", gid, groups[gid]))
+
+    def getpwuid(uid):
+        return next(u for u in users if u.pw_uid == uid)
+
+    monkeypatch.setattr(files.grp, "getgrgid", getgrgid)
+    monkeypatch.setattr(files.pwd, "getpwall", lambda: users)
+    monkeypatch.setattr(files.pwd, "getpwuid", getpwuid)
+
+
+def _st(mode: int, gid: int) -> os.stat_result:
+    return os.stat_result((stat.S_IFDIR | mode, 0, 0, 1, os.getuid(), gid, 0, 0, 0, 0))
+
+
+@pytest.mark.parametrize(
+    ("mode", "gid", "groups", "primary", "who"),
+    [
+        (0o770, SHARED, {SHARED: []}, {"alice": SHARED}, f"alice, of group g{SHARED}"),
+        (0o770, SHARED, {SHARED: ["me", "bob"]}, {}, f"bob, of group g{SHARED}"),
+        (0o770, os.getgid(), {os.getgid(): []}, {}, None),  # my own private group
+        (0o770, os.getgid(), {os.getgid(): ["me"]}, {}, None),
+        (0o770, SHARED, {SHARED: ["me"]}, {}, f"anyone in group g{SHARED}"),  # not mine
+        (0o770, 4242, {}, {}, "anyone in group 4242 (an unknown group)"),
+        (0o777, os.getgid(), {os.getgid(): []}, {}, "everyone"),
+        (0o750, SHARED, {SHARED: []}, {"alice": SHARED}, None),  # not group-writable
+    ],
+)
+def test_who_else_may_write_counts_users_whose_primary_group_it_is(
+    monkeypatch, mode, gid, groups, primary, who
+):
+    fake_users(monkeypatch, groups, primary)
+    assert files.other_writer(_st(mode, gid)) == who
+    assert files.others_can_write(_st(mode, gid)) is (who is not None)
+
+
+def test_a_folder_another_user_writes_through_their_primary_group_is_refused(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o770)
+    result = shared / "result.json"
+    result.write_text("{}")
+    result.chmod(0o660)
+    gid = shared.stat().st_gid
+    fake_users(monkeypatch, {gid: []}, {"alice": gid})  # alice is never listed in gr_mem
+    assert (
+        folder_problem(shared) == f"other users can write to it (mode 0770: alice, of group g{gid})"
+    )
+    with pytest.raises(ValueError, match=rf"^{shared}: other users .*0770: alice") as err:
+        private_folder(shared)
+    assert len(str(err.value).splitlines()) == 1
+    with pytest.raises(ValueError, match=rf"^--out {shared}: other users .*0770: alice"):
+        check_output_path(str(shared), folder=True, what="--out")
+    with pytest.raises(ValueError, match=rf"^--json {result}: .*{shared}, a folder .*\(alice"):
+        check_output_path(str(result))
+    assert files.output_problem(result).endswith(f"no sticky bit (alice, of group g{gid})")
+
+
+def test_a_folder_in_my_own_private_group_is_fine(tmp_path, monkeypatch):
+    shared = tmp_path / "mine"
+    shared.mkdir()
+    shared.chmod(0o770)
+    if shared.stat().st_gid != os.getgid():
+        pytest.skip("the temporary folder gives new folders another group")
+    fake_users(monkeypatch, {os.getgid(): []}, {})
+    assert folder_problem(shared) is None
+    assert files.output_problem(shared, folder=True) is None
+    assert files.output_problem(shared / "result.json") is None
