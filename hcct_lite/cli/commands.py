@@ -88,6 +88,20 @@ def _canaries(args) -> int:
     return 0
 
 
+def _check_settings(jobs, settings: dict) -> None:
+    """Raise ``ValueError`` where the settings the options add to every job are out of range.
+
+    Checked on their own, with the first job's task and scheme, so that the message starts
+    with the setting (which :func:`hcct_lite.cli.main` leads with the option typed); each
+    whole job is checked when the grid runs.
+    """
+    from ..training.config import make_config
+
+    given = {k: v for k, v in settings.items() if v is not None}
+    if jobs and given:
+        make_config(jobs[0].task, jobs[0].scheme, jobs[0].seed, **given)
+
+
 def _reproduce(args) -> int:
     from ..reproduction.paper_grids import GRIDS, PAPER_PART, grid_jobs
     from ..runs.jobs import with_settings
@@ -98,7 +112,10 @@ def _reproduce(args) -> int:
         raise ValueError(f"--workers must be >= 1; got {args.workers}")
     names = list(GRIDS) if args.grids == ["all"] else args.grids
     parts = grid_options(args)  # refused before --out is made
-    jobs = with_settings(grid_jobs(names, args.seeds), **parts.pop("settings"))
+    jobs = grid_jobs(names, args.seeds)
+    settings = parts.pop("settings")
+    _check_settings(jobs, settings)  # --list too: it would list runs that cannot be made
+    jobs = with_settings(jobs, **settings)
     if args.list:
         for name in names:
             runs = sum(j.grid == name for j in jobs)

@@ -9,18 +9,29 @@ task that dies without replying is answered for (:mod:`.task_journal`). POSIX on
 from __future__ import annotations
 
 import importlib
+import ipaddress
 import logging
 import math
 import os
+import re
 import signal
 import sys
 import time
+from pathlib import Path
 
 from . import flower_internals as flower
 from .processes import die_with_parent
 from .task_journal import TaskJournal, alive, default_folder
 
-__all__ = ["run_silo_exec", "ForkExecutor", "runtime_connector", "READY", "CLIENT_MODULES"]
+__all__ = [
+    "run_silo_exec",
+    "ForkExecutor",
+    "runtime_connector",
+    "check_runtime_api_address",
+    "check_root_certificates",
+    "READY",
+    "CLIENT_MODULES",
+]
 
 log = logging.getLogger("hcct_lite")
 
@@ -32,6 +43,80 @@ MAX_TASK_SECONDS = 1800.0
 READY = "silo-exec: warm (torch, Flower and hcct-lite imported), serving ClientApp tasks"
 # What every ClientApp task of hcct-lite imports: done once, before any fork
 CLIENT_MODULES = ("torch", "hcct_lite.deploy.flower.client")
+
+
+# A host name or an IPv4 address, as the Runtime API's URL takes it
+_HOST = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def check_runtime_api_address(address) -> tuple:
+    """The ``(host, port)`` of a SuperNode's Runtime API address ``HOST:PORT``.
+
+    Parameters
+    ----------
+    address : str
+        ``host:port``: a host name or IPv4 address, or an IPv6 address in brackets
+        (``[::1]:9094``); the port an integer in 1..65535.
+
+    Returns
+    -------
+    tuple of (str, int)
+
+    Raises
+    ------
+    ValueError
+        Naming ``--runtime-api-address``, for anything else. Flower would fail on it
+        with a traceback, or ask again for ever.
+    """
+    host, colon, port = str(address).rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+        try:
+            ipaddress.IPv6Address(host)
+            ok = True
+        except ValueError:
+            ok = False
+    else:
+        ok = _HOST.fullmatch(host) is not None
+    # isdigit alone takes other scripts' digits, which no URL takes
+    ok = ok and bool(colon) and port.isascii() and port.isdigit() and 1 <= int(port) <= 65535
+    if not ok:
+        raise ValueError(
+            f"--runtime-api-address must be HOST:PORT with a port 1-65535 (an IPv6 host in "
+            f"brackets: [::1]:9094); got {address!r}"
+        )
+    return host, int(port)
+
+
+def check_root_certificates(path, insecure: bool) -> None:
+    """Raise ``ValueError`` naming ``--root-certificates`` where Flower would exit on it.
+
+    Parameters
+    ----------
+    path : str or None
+        The PEM file of the CA (None: the system's roots, or no TLS).
+    insecure : bool
+        Whether ``--insecure`` (no TLS) was given too.
+    """
+    if path is None:
+        return
+    if insecure:
+        raise ValueError(
+            "--root-certificates is for a Runtime API with TLS, and --insecure means none: "
+            "give one of the two"
+        )
+    where = Path(path).expanduser()
+    if not str(path) or where.is_dir():  # Path("") is the current folder
+        raise ValueError(f"--root-certificates must be a PEM file; {path!r} is a folder")
+    if not where.exists():
+        raise ValueError(f"--root-certificates must be a PEM file; {path!r} does not exist")
+    if not where.is_file():
+        raise ValueError(f"--root-certificates must be a PEM file; {path!r} is not a file")
+    try:
+        with open(where, "rb"):
+            pass
+    except OSError as err:
+        raise ValueError(f"--root-certificates: cannot read {path!r} ({err.strerror})") from None
 
 
 def _run_child(spec, certificates) -> None:
@@ -162,7 +247,8 @@ def run_silo_exec(
 
     Parameters
     ----------
-    runtime_api_address : the SuperNode's Runtime API, ``host:port`` (its ``--port``)
+    runtime_api_address : the SuperNode's Runtime API, ``host:port`` (its ``--port``; an
+        IPv6 host in brackets)
     insecure : connect without TLS (a SuperNode started without ``--ssl-certfile``)
     root_certificates : path of the PEM CA that signed the SuperNode's Runtime API
         certificate, when it has one
@@ -171,7 +257,20 @@ def run_silo_exec(
         address in ``~/.cache/hcct_lite``); a second ``silo-exec`` on it is refused
     warm : the modules a ClientApp task imports, imported once here (default
         :data:`CLIENT_MODULES`: torch and hcct-lite's ClientApp)
+
+    Raises
+    ------
+    ValueError
+        For a bad argument, naming its option (``--runtime-api-address``, ...).
+    RuntimeError
+        Where this system or Flower cannot run a warm SuperExec.
     """
+    # bad input is refused in one line before anything starts: Flower itself would print
+    # a traceback, exit with its own message, or ask again for ever
+    check_runtime_api_address(runtime_api_address)
+    check_root_certificates(root_certificates, insecure)
+    if not (math.isfinite(max_task_seconds) and max_task_seconds >= 0):
+        raise ValueError(f"--max-task-seconds must be a number >= 0; got {max_task_seconds}")
     if not hasattr(os, "fork"):
         raise RuntimeError("silo-exec needs os.fork (Linux or macOS); use Flower's default")
     if not flower.has_executor_hook():
@@ -180,8 +279,6 @@ def run_silo_exec(
             "default isolation instead of silo-exec"
         )
     certificates = flower.resolve_root_certificates(root_certificates, insecure)
-    if not (math.isfinite(max_task_seconds) and max_task_seconds >= 0):
-        raise ValueError(f"--max-task-seconds must be a number >= 0; got {max_task_seconds}")
     journal = TaskJournal(state_dir or default_folder(runtime_api_address))
     flower.warm_up()
     for module in warm:

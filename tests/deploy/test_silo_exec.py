@@ -272,3 +272,119 @@ def test_the_executor_answers_for_a_task_it_ended_and_for_one_a_killed_executor_
     assert [c.token for c in clients] == ["orphan", "hung"]
     assert all(len(c.pushed) == 1 and len(c.outputs) == 1 for c in clients)
     assert journal.pids() == []
+
+
+# --- bad input: one line naming the option, before anything starts -------------------------
+
+
+def _one_line_error(capsys, argv) -> str:
+    """The error line ``hcct-lite argv`` prints, checked to be one line and status 2."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("hcct-lite: error: "), err
+    return err
+
+
+@pytest.mark.parametrize(
+    "address, host, port",
+    [
+        ("127.0.0.1:9094", "127.0.0.1", 9094),
+        ("localhost:1", "localhost", 1),
+        ("silo-3.example.org:65535", "silo-3.example.org", 65535),
+        ("[::1]:9094", "::1", 9094),
+        ("[fe80::1%eth0]:9094", "fe80::1%eth0", 9094),
+    ],
+)
+def test_a_good_runtime_api_address_is_taken(address, host, port):
+    assert silo_exec.check_runtime_api_address(address) == (host, port)
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "",
+        "[::1]:x",
+        "::::",
+        "abc",
+        "127.0.0.1:99999",
+        "127.0.0.1:0",  # the ports' boundaries
+        "127.0.0.1:65536",
+        "127.0.0.1:",
+        ":9094",  # no host
+        "[]:9094",
+        "[::1]",
+        "::1:9094",  # IPv6 without brackets: which colon ends the host?
+        "[abc]:9094",
+        "127.0.0.1:+80",
+        "127.0.0.1:٨٠",  # Arabic-Indic digits: isdigit, but no URL's port
+        "http://127.0.0.1:9094",
+        "127.0.0.1 :9094",
+    ],
+)
+def test_a_bad_runtime_api_address_is_refused_in_one_line(address, capsys, tmp_path):
+    with pytest.raises(ValueError, match="--runtime-api-address must be HOST:PORT"):
+        silo_exec.check_runtime_api_address(address)
+    state = tmp_path / "state"
+    argv = ["silo-exec", "--insecure", "--state-dir", str(state), "--runtime-api-address"]
+    err = _one_line_error(capsys, [*argv, address])
+    assert err == (
+        "hcct-lite: error: --runtime-api-address must be HOST:PORT with a port 1-65535 (an "
+        f"IPv6 host in brackets: [::1]:9094); got {address!r}\n"
+    )
+    assert not state.exists()  # refused before the journal is made
+
+
+def test_a_good_address_reaches_flowers_loop(monkeypatch, tmp_path, capsys):
+    served = []
+
+    def serve(executor, address, insecure, root_certificates):
+        served.append((address, insecure, root_certificates))
+        executor.journal.close()
+
+    monkeypatch.setattr(silo_exec.flower, "serve_superexec", serve)  # no connection
+    monkeypatch.setenv("FLWR_SUPEREXEC_TASK_POLL_INTERVAL", "0.1")  # restored after
+    state = str(tmp_path / "state")
+    argv = ["silo-exec", "--insecure", "--state-dir", state, "--runtime-api-address"]
+    assert main([*argv, "[::1]:65535"]) == 0
+    assert served == [("[::1]:65535", True, None)]
+    assert "warm" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "given, said",
+    [
+        (["--root-certificates", "{tmp}/no-such.pem"], "'{tmp}/no-such.pem' does not exist"),
+        (["--root-certificates", "{tmp}"], "'{tmp}' is a folder"),
+        (["--root-certificates", ""], "'' is a folder"),
+        (["--root-certificates", "/dev/null"], "'/dev/null' is not a file"),
+        (["--root-certificates", "{tmp}/ca.pem", "--insecure"], "--insecure means none"),
+    ],
+)
+def test_bad_root_certificates_are_refused_in_one_line_before_flower(given, said, capsys, tmp_path):
+    (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    given = [g.format(tmp=tmp_path) for g in given]
+    state = tmp_path / "state"
+    err = _one_line_error(capsys, ["silo-exec", "--state-dir", str(state), *given])
+    assert err.startswith("hcct-lite: error: --root-certificates ")
+    assert said.format(tmp=tmp_path) in err
+    assert not state.exists()
+    silo_exec.check_root_certificates(str(tmp_path / "ca.pem"), insecure=False)  # a file: taken
+    silo_exec.check_root_certificates(None, insecure=True)
+
+
+def test_the_command_itself_prints_one_line_and_no_traceback():
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "hcct_lite.cli", "silo-exec", "--runtime-api-address", "::::"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "hcct-lite: error: --runtime-api-address must be HOST:PORT with a port 1-65535 (an "
+        "IPv6 host in brackets: [::1]:9094); got '::::'"
+    ]
