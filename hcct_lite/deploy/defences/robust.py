@@ -16,6 +16,7 @@ import torch
 from ...schemes.base import weighted_average
 from .combine import COMBINE, capped_weights
 from .norms import l2_norm, local_steps, norm_bound, norm_reference, per_step_norms
+from .voices import SAME_VOICE, mean_of, one_voice
 
 __all__ = [
     "AGGREGATORS",
@@ -37,9 +38,6 @@ AGGREGATORS = (
     "multi-krum",
     "krum-mean",
 )
-# Updates closer than this share of the longer one's norm are one voice (:func:`one_voice`):
-# honest silos' nearest neighbours sit about twice as far or more (benchmarks/voices.py)
-SAME_VOICE = 0.1
 # The parameters an Aggregator is built with, fixed for its life
 _PARAMETERS = ("kind", "clip_factor", "trim_fraction", "batch_size", "local_epochs")
 
@@ -95,18 +93,10 @@ def round_reference(updates: list):
     if len(updates) < 3:
         return None
     floats = [{k: u[k].float() for k in updates[0]} for u in updates]
-    voices = [_mean_of([floats[i] for i in v]) for v in one_voice(floats)]
+    voices = [mean_of([floats[i] for i in v]) for v in one_voice(floats)]
     if len(voices) < 3:
         return None
     return {k: -torch.stack([u[k] for u in voices]).median(dim=0).values for k in updates[0]}
-
-
-def _mean_of(deltas: list) -> dict:
-    return (
-        deltas[0]
-        if len(deltas) == 1
-        else {k: sum(d[k] for d in deltas) / len(deltas) for k in deltas[0]}
-    )
 
 
 def _cosine(a: dict, b: dict) -> float:
@@ -114,54 +104,6 @@ def _cosine(a: dict, b: dict) -> float:
     dot = sum(float((a[k].double() * b[k].double()).sum()) for k in keys)
     na, nb = l2_norm(a[k] for k in keys), l2_norm(b[k] for k in keys)
     return dot / (na * nb) if na > 0 and nb > 0 else 0.0
-
-
-def one_voice(deltas: list) -> list:
-    """The members of ``deltas`` that speak with one voice: lists of indices, in order.
-
-    Two deltas closer than :data:`SAME_VOICE` times the longer one's norm are one voice;
-    so is any chain of such pairs. In cross-silo training no two honest silos send the
-    same update: each trains on its own data. Sybils that send one vector, or near copies
-    of it, would otherwise back each other in every rule that counts heads (Krum's nearest
-    neighbours, a median, the history's majority). FoolsGold (Fung et al., 2020) treats
-    them alike.
-
-    Parameters
-    ----------
-    deltas : list of n mappings name -> tensor
-
-    Returns
-    -------
-    list of lists of int
-        A partition of ``range(n)``; each list ascending, the lists by their first member.
-    """
-    n = len(deltas)
-    if n < 2:
-        return [list(range(n))]
-    gram = torch.zeros(n, n, dtype=torch.float64)
-    for k in deltas[0]:
-        x = torch.stack([d[k] for d in deltas]).reshape(n, -1).double()
-        gram += (x @ x.T).cpu()
-    sq = torch.diag(gram)
-    dist = (sq[:, None] + sq[None, :] - 2 * gram).clamp(min=0).sqrt()
-    norm = sq.clamp(min=0).sqrt()
-    close = dist <= SAME_VOICE * torch.maximum(norm[:, None], norm[None, :])
-    root = list(range(n))
-
-    def find(i):
-        while root[i] != i:
-            i = root[i]
-        return i
-
-    for i in range(n):
-        for j in range(i + 1, n):
-            if close[i, j]:
-                a, b = sorted((find(i), find(j)))
-                root[b] = a
-    voices = {}
-    for i in range(n):
-        voices.setdefault(find(i), []).append(i)
-    return list(voices.values())
 
 
 class Aggregator:
@@ -356,7 +298,7 @@ class Aggregator:
         self.same_voice.setdefault(epoch, []).extend(
             [members[i] for i in v] for v in voices if len(v) > 1
         )
-        merged = [_mean_of([deltas[i] for i in v]) for v in voices]
+        merged = [mean_of([deltas[i] for i in v]) for v in voices]
         return (
             merged,
             np.array([weights[v].mean() for v in voices]),
