@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .. import parts
 from ..training.provenance import compute_version, source_fingerprint
 from .files import output_problem
 from .schema import result_problem
@@ -112,6 +113,21 @@ def _version_problem(stored: dict, want: dict) -> str | None:
     return None
 
 
+def _installed_since(key: str, want: dict, stored: dict) -> str | None:
+    """The extension ``key`` belongs to, if it was installed after ``stored`` ran.
+
+    An extension's setting, asked at its default, that a result made without the extension
+    does not state: the run could not have used it, so it ran as at the default. A part's
+    setting must keep every run as it was at its default (docs/extending.md).
+    """
+    default, part = parts.part_settings().get(key, (None, None))
+    prov = stored.get("provenance") if isinstance(stored.get("provenance"), dict) else {}
+    had = prov.get("extensions") if isinstance(prov.get("extensions"), dict) else {}
+    if part in parts.extensions() and part not in had and want.get(key) == default:
+        return part
+    return None
+
+
 def _same_as_without_rule(stored: dict, want: dict) -> bool:
     """Whether ``stored`` ran under the norm rule, refused no reply, and ``want`` has none.
 
@@ -168,6 +184,9 @@ def reuse_decision(path: str, cfg) -> tuple:
         note = f"; its norm rule ({have['norm_limit']:g}) refused no reply: the run without it"
         have["norm_limit"] = want["norm_limit"]
     for key in sorted((set(want) | set(have)) - set(NOT_COMPARED)):
+        if key not in have and (part := _installed_since(key, want, stored)):
+            note += f"; {key} at its default ({part} was not installed when it ran)"
+            continue
         if key not in have:
             return False, f"its config does not state {key} (written before the setting existed)"
         if have[key] != want.get(key):

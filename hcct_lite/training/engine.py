@@ -101,7 +101,7 @@ class LocalBackend:
     """
 
     def __init__(self, cfg: RunConfig, clients, model, device):
-        check_clients(cfg, clients)  # each fits the task's network, or one line names it
+        check_clients(cfg, clients, model)  # each fits the task's network, or one line says
         for i, c in enumerate(clients):  # an empty split would divide by zero, or read 0 %
             if c.y_train.shape[0] < 1 or c.y_test.shape[0] < 1:
                 raise ValueError(

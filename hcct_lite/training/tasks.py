@@ -246,12 +246,13 @@ def task_model(cfg):
     return build_model(cfg.model, TASK_CLASSES.get(cfg.task, 10))
 
 
-def check_clients(cfg, clients) -> None:
+def check_clients(cfg, clients, model=None) -> None:
     """Raise naming the task and the client where ``clients`` do not fit ``cfg``.
 
     Each client is a :class:`~hcct_lite.training.splits.ClientData` whose float inputs
     have the shape of ``cfg.model``'s input and whose int64 labels lie in
-    ``[0, classes)`` of ``cfg.task`` (:func:`register_task`).
+    ``[0, classes)`` of ``cfg.task`` (:func:`register_task`). With ``model``, the network
+    must also give one output per class for a sample of client 0.
 
     Raises
     ------
@@ -289,6 +290,25 @@ def check_clients(cfg, clients) -> None:
                     f"0..{classes - 1}: the task has {classes} classes "
                     "(register_task(..., classes=...))"
                 )
+    if model is not None:
+        _check_outputs(cfg, clients[0].x_train[:1], model, classes)
+
+
+def _check_outputs(cfg, x, model, classes: int) -> None:
+    """Raise naming the model and the task where ``model(x)`` is not ``(1, classes)``."""
+    training = model.training
+    model.eval()  # batch norm takes one sample only in eval mode
+    try:
+        with torch.no_grad():
+            out = model(x.to(next(model.parameters()).device))
+    finally:
+        model.train(training)
+    if tuple(out.shape) != (1, classes):
+        raise ValueError(
+            f"model {cfg.model!r} gives outputs of shape {tuple(out.shape[1:])} for one sample "
+            f"of task {cfg.task!r}, which has {classes} classes: build it with num_classes "
+            "outputs"
+        )
 
 
 def available_source(task: str, data_root=None):

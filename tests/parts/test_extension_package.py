@@ -52,7 +52,7 @@ def test_run_compare_and_verify_see_the_extensions_scheme_task_and_network(insta
     result = json.loads((tmp_path / "one.json").read_text())
     assert result["config"]["fedprox_mu"] == 0.1  # the method's setting, in the record
     assert result["provenance"]["compute_version"]["scheme fedprox"] == 1
-    assert result["provenance"]["extensions"] == {"example": "hcct-example 0.1.0"}
+    assert result["provenance"]["extensions"]["example"] == "hcct-example 0.1.0"
     assert result["domains"] == ["malignant"] * 3 + ["benign"] * 3
     # two worker processes, each finding the extension itself; FedProx at mu = 0 is FedAvg
     done = _cli(

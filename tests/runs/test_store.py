@@ -212,6 +212,48 @@ def test_a_setting_a_file_does_not_state_is_never_filled_from_the_defaults(done)
     path.write_text(json.dumps(first))
 
 
+def test_an_extension_installed_since_leaves_older_results_reusable_at_its_default(
+    done, monkeypatch
+):
+    import sys
+    import types
+
+    from hcct_lite import parts
+
+    out, path, first = done
+    mine = types.ModuleType("hcct_test_mine")  # an extension with one setting, installed now
+    mine.SETTINGS, mine.check = {"mine_mu": 0.5}, lambda cfg: None
+    monkeypatch.setitem(sys.modules, "hcct_test_mine", mine)
+    monkeypatch.setattr(parts, "_REGISTRY", copy.deepcopy(parts._REGISTRY))
+    parts.register("settings", "mine", "hcct_test_mine:SETTINGS", "mine")
+    parts.register("check", "mine", "hcct_test_mine:check", "mine")
+    monkeypatch.setattr(parts, "extensions", lambda: {"mine": "hcct-mine 1.0"})
+
+    def reused(**kw) -> list:
+        logged = []
+        run_grid("rotated-digits", ["independent"], [0], str(out), log=logged.append, **KW, **kw)
+        path.write_text(json.dumps(first))  # a rerun overwrote it: back to the older file
+        return logged
+
+    logged = reused()
+    assert any(m.startswith("reuse") and "mine_mu at its default" in m for m in logged), logged
+    # another value than the default: the older run did not run that way
+    logged = reused(mine_mu=0.7)
+    assert any(m.startswith("run") and "does not state mine_mu" in m for m in logged), logged
+    # a result made with the extension installed states its setting, or is rerun
+    with_it = copy.deepcopy(first)
+    with_it["provenance"]["extensions"] = {"mine": "hcct-mine 1.0"}
+    path.write_text(json.dumps(with_it))
+    logged = []
+    run_grid("rotated-digits", ["independent"], [0], str(out), log=logged.append, **KW)
+    assert any(m.startswith("run") and "does not state mine_mu" in m for m in logged), logged
+    path.write_text(json.dumps(first))
+    # a setting of this package's own parts is never filled in (the norm rule's test above)
+    monkeypatch.setattr(parts, "extensions", lambda: {})
+    logged = reused()
+    assert any(m.startswith("run") and "does not state mine_mu" in m for m in logged), logged
+
+
 def test_refactors_leave_results_reusable_and_a_bumped_version_does_not(done, monkeypatch):
     from hcct_lite.runs.store import reuse_decision
     from hcct_lite.schemes.baselines import Independent

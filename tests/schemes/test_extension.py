@@ -205,3 +205,24 @@ def test_a_network_is_registered_with_its_input_or_refused():
         with pytest.raises(ValueError, match=words):
             register_model(*args)
     assert "x" not in MODEL_INPUT
+
+
+def test_a_network_that_ignores_num_classes_is_named_before_training(toy):
+    from hcct_lite.training.models import MODEL_SHAPES, MODELS
+
+    # the toy task has 10 classes; this network gives 2 outputs whatever it is asked for
+    register_model(
+        "two-outputs",
+        lambda num_classes: torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 2)),
+        8,
+        1,
+    )
+    try:
+        cfg = make_config("plain-digits", "global", 0, model="two-outputs", epochs=1)
+        with pytest.raises(
+            ValueError, match=r"model 'two-outputs' gives outputs of shape \(2,\) .*10 classes"
+        ):
+            run_experiment(cfg, progress=False)
+    finally:
+        for table in (MODELS, MODEL_SHAPES, MODEL_INPUT):
+            table.pop("two-outputs", None)
