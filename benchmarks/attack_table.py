@@ -15,7 +15,7 @@ the Flower app's own defaults (``hcct_lite/deploy/flower/app/pyproject.toml``). 
 - colluders, each sending ``flip-0.9``: ``collude-2`` (silos 0-1 of 8), ``collude-3`` (0-2
   of 8), ``collude-4of9`` (0-3 of 9 silos of 198 samples); ``collude-2-own`` and
   ``collude-3-own``: silos 0-1 or 0-2, each sending ``flip-3`` (they know only their own
-  data);
+  data); ``absent-3``: silos 0-2 never answer (what three colluders cost when left out);
 - Sybils: ``sybil-2``, ``sybil-3`` (silos 0-1 or 0-2 send one vector, ``sybil``), and
   ``sybil-3-noisy`` (near copies that evade the one-voice rule);
 - ``big-honest``: no attacker, silo 0 holds its samples 32 times over;
@@ -80,6 +80,7 @@ ATTACKS = (
         "collude-2",
         "collude-3",
         "collude-4of9",
+        "absent-3",
         "collude-2-own",
         "collude-3-own",
         "sybil-2",
@@ -103,6 +104,8 @@ def _row(attack: str) -> tuple:
         if attack.endswith("clean"):
             return "clean", (), (), {"n_clients": int(attack[0])}
         return attack.split("silos-")[-1], (0,), (0,), {"n_clients": int(attack[0])}
+    if attack == "absent-3":  # what any 3 colluders cost, even when left out every round
+        return "absent", (0, 1, 2), (0, 1, 2), {}
     if attack.startswith("collude-") and attack.endswith("-own"):
         k = int(attack[len("collude-")])
         return "flip-3", tuple(range(k)), tuple(range(k)), {}
