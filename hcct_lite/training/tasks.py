@@ -243,7 +243,10 @@ def build_clients(cfg) -> list:
 def task_model(cfg):
     """A fresh network of ``cfg.model`` with one output per class of ``cfg.task``."""
     load_parts()
-    return build_model(cfg.model, TASK_CLASSES.get(cfg.task, 10))
+    try:
+        return build_model(cfg.model, TASK_CLASSES.get(cfg.task, 10))
+    except ValueError as err:  # an unknown model: say whose setting it is
+        raise ValueError(f"task {cfg.task!r}: {err}") from None
 
 
 def check_clients(cfg, clients, model=None) -> None:
@@ -263,7 +266,10 @@ def check_clients(cfg, clients, model=None) -> None:
     if not isinstance(clients, (list, tuple)) or len(clients) != cfg.n_clients:
         got = f"{len(clients)} clients" if isinstance(clients, (list, tuple)) else repr(clients)
         raise ValueError(f"{task} built {got}, not n_clients={cfg.n_clients}")
-    shape, classes = input_shape(cfg.model), TASK_CLASSES.get(cfg.task, 10)
+    try:
+        shape, classes = input_shape(cfg.model), TASK_CLASSES.get(cfg.task, 10)
+    except ValueError as err:  # an unknown model: say whose setting it is
+        raise ValueError(f"{task}: {err}") from None
     for i, c in enumerate(clients):
         if not isinstance(c, ClientData):
             raise ValueError(f"{task}: client {i} is a {type(c).__name__}, not a ClientData")

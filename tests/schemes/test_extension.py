@@ -226,3 +226,9 @@ def test_a_network_that_ignores_num_classes_is_named_before_training(toy):
     finally:
         for table in (MODELS, MODEL_SHAPES, MODEL_INPUT):
             table.pop("two-outputs", None)
+
+
+def test_an_unknown_model_is_named_with_its_task(toy):
+    cfg = make_config("plain-digits", "global", 0, model="no-such-net", epochs=1)
+    with pytest.raises(ValueError, match=r"task 'plain-digits': unknown model 'no-such-net'"):
+        run_experiment(cfg, progress=False)
