@@ -296,3 +296,23 @@ def head_names(model: nn.Module) -> list:
     if last is None:
         raise ValueError(f"{type(model).__name__} has no nn.Linear layer to keep local")
     return [f"{last}.{p}" for p, _ in model.get_submodule(last).named_parameters()]
+
+
+def check_outputs(model: nn.Module, x, classes: int, name: str, task: str) -> None:
+    """Raise ``ValueError`` naming the network and the task unless ``model(x)`` is (1, classes).
+
+    ``x`` is one sample, of shape (1, *S): the network must give one output per class.
+    """
+    training = model.training
+    model.eval()  # batch norm takes one sample only in eval mode
+    try:
+        with torch.no_grad():
+            out = model(x.to(next(model.parameters()).device))
+    finally:
+        model.train(training)
+    if tuple(out.shape) != (1, classes):
+        raise ValueError(
+            f"model {name!r} gives outputs of shape {tuple(out.shape[1:])} for one sample "
+            f"of task {task!r}, which has {classes} classes: build it with num_classes "
+            "outputs"
+        )

@@ -13,7 +13,7 @@ import torch
 
 from ..parts import load_parts, track
 from .data import PAPER_DOMAINS, cifar_source, digit_source, fmnist_source, load_dataset
-from .models import MODEL_INPUT, build_model, input_shape
+from .models import MODEL_INPUT, build_model, check_outputs, input_shape
 from .splits import (
     ClientData,
     domain_split,
@@ -297,24 +297,7 @@ def check_clients(cfg, clients, model=None) -> None:
                     "(register_task(..., classes=...))"
                 )
     if model is not None:
-        _check_outputs(cfg, clients[0].x_train[:1], model, classes)
-
-
-def _check_outputs(cfg, x, model, classes: int) -> None:
-    """Raise naming the model and the task where ``model(x)`` is not ``(1, classes)``."""
-    training = model.training
-    model.eval()  # batch norm takes one sample only in eval mode
-    try:
-        with torch.no_grad():
-            out = model(x.to(next(model.parameters()).device))
-    finally:
-        model.train(training)
-    if tuple(out.shape) != (1, classes):
-        raise ValueError(
-            f"model {cfg.model!r} gives outputs of shape {tuple(out.shape[1:])} for one sample "
-            f"of task {cfg.task!r}, which has {classes} classes: build it with num_classes "
-            "outputs"
-        )
+        check_outputs(model, clients[0].x_train[:1], classes, cfg.model, cfg.task)
 
 
 def available_source(task: str, data_root=None):
