@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from .norms import norm_reference, per_step_norms
+from .voices import squared_distances
 
 __all__ = ["COMBINE", "CENTERED_CLIP_STEPS", "capped_weights"]
 
@@ -109,12 +110,7 @@ def _krum_choice(deltas, f: int) -> np.ndarray:
     others; the ``n - f`` lowest scores are kept, in order of score.
     """
     n = len(deltas)
-    gram = torch.zeros(n, n, dtype=torch.float64)
-    for k in deltas[0]:
-        x = _stack(deltas, k).reshape(n, -1).double()
-        gram += (x @ x.T).cpu()
-    sq = torch.diag(gram)
-    dist = (sq[:, None] + sq[None, :] - 2 * gram).clamp(min=0)
+    dist = squared_distances(deltas)[1]
     near = max(1, n - f - 2)
     scores = [float(dist[i][torch.arange(n) != i].sort().values[:near].sum()) for i in range(n)]
     return np.argsort(scores, kind="stable")[: n - f]

@@ -9,11 +9,25 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["SAME_VOICE", "one_voice", "mean_of"]
+__all__ = ["SAME_VOICE", "one_voice", "mean_of", "squared_distances"]
 
 # Updates closer than this share of the longer one's norm are one voice (:func:`one_voice`):
 # honest silos' nearest neighbours sit about twice as far or more (benchmarks/voices.py)
 SAME_VOICE = 0.1
+
+
+def squared_distances(deltas: list) -> tuple:
+    """``(sq_norms, sq_dists)`` of ``deltas`` (n mappings name -> tensor): (n,) and (n, n).
+
+    From one float64 Gram matrix on the CPU, whatever the tensors' device.
+    """
+    n = len(deltas)
+    gram = torch.zeros(n, n, dtype=torch.float64)
+    for k in deltas[0]:
+        x = torch.stack([d[k] for d in deltas]).reshape(n, -1).double()
+        gram += (x @ x.T).cpu()
+    sq = torch.diag(gram)
+    return sq, (sq[:, None] + sq[None, :] - 2 * gram).clamp(min=0)
 
 
 def one_voice(deltas: list) -> list:
@@ -38,13 +52,8 @@ def one_voice(deltas: list) -> list:
     n = len(deltas)
     if n < 2:
         return [list(range(n))]
-    gram = torch.zeros(n, n, dtype=torch.float64)
-    for k in deltas[0]:
-        x = torch.stack([d[k] for d in deltas]).reshape(n, -1).double()
-        gram += (x @ x.T).cpu()
-    sq = torch.diag(gram)
-    dist = (sq[:, None] + sq[None, :] - 2 * gram).clamp(min=0).sqrt()
-    norm = sq.clamp(min=0).sqrt()
+    sq, squared = squared_distances(deltas)
+    dist, norm = squared.sqrt(), sq.clamp(min=0).sqrt()
     close = dist <= SAME_VOICE * torch.maximum(norm[:, None], norm[None, :])
     root = list(range(n))
 
