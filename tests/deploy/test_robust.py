@@ -373,6 +373,18 @@ def test_a_dispute_of_two_is_settled_by_the_models_history_before_the_rounds_med
     assert record["disputes"] == [{"epoch": 3, "pairs": [{"kept": 10, "left_out": 11}]}]
 
 
+def test_two_left_by_the_history_rule_are_averaged_not_disputed():
+    """Two that the history has heard agree may still point apart: honest silos of two domains."""
+    apart = [[1, 2, 0], [1, -2, 0]]  # cosine -0.6 with each other, +0.45 with the history
+    got, record = _history_combine(apart + [[-3, 0, 0]], [1, 0, 0])
+    assert record["history_left_out"] == [{"epoch": 3, "groups": [[12]]}]
+    assert "disputes" not in record and got == pytest.approx([1, 0, 0])
+    # the same two as a group of two: a dispute, one kept
+    got, record = _history_combine(apart, [1, 0.1, 0])
+    assert record["disputes"] == [{"epoch": 3, "pairs": [{"kept": 10, "left_out": 11}]}]
+    assert got == pytest.approx([1, 2, 0])
+
+
 def test_a_scheme_remembers_how_each_model_moved_last_epoch_only():
     from hcct_lite.schemes.baselines import Global
 

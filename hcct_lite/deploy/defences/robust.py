@@ -114,8 +114,9 @@ class Aggregator:
     members, those whose delta points against the model's last movement (cosine < 0) are
     left out while they are at most half. Of fewer than three, no rule can tell which is
     honest. The clip's references are then the smaller norms and the combination is the
-    clipped mean. Two that point apart are settled by the model's history, or else by the
-    round's median.
+    clipped mean. A group of two that point apart is settled by the model's history, or else
+    by the round's median; two that remain after the history rule are averaged (the rule has
+    already heard both agree with the model's movement).
 
     Parameters
     ----------
@@ -248,9 +249,10 @@ class Aggregator:
             few = len(deltas) < 3  # no majority (two: the history leaves at least two)
             if few:
                 self.few_replies.setdefault(epoch, []).append(ids)
-                w = self._settle_dispute(
-                    deltas, w, ids, epoch, reference if history is None else history
-                )
+                if len(kept) == len(voice_w):  # not two the history has already heard agree
+                    w = self._settle_dispute(
+                        deltas, w, ids, epoch, reference if history is None else history
+                    )
             combined = COMBINE["clipped-mean" if few else self.kind](deltas, w, self)
         same = all(st is starts[0] for st in starts)
         base = starts[0] if same else weighted_average(starts, weights)
@@ -365,7 +367,7 @@ class Aggregator:
             out["disputes"] = [{"epoch": e, "pairs": p} for e, p in sorted(self.disputes.items())]
             out["disputes_note"] = (
                 "groups of two whose updates pointed apart (cosine < 0): only the member "
-                "whose update agreed better with the round's coordinate-wise median update "
-                "was kept"
+                "whose update agreed better with the model's last movement (or else the "
+                "round's coordinate-wise median update) was kept"
             )
         return out
