@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .. import parts
 from ..training.provenance import compute_version, source_fingerprint
-from .files import output_problem
+from .files import other_writer, output_problem
 from .schema import result_problem
 
 __all__ = [
@@ -149,7 +149,8 @@ def _same_as_without_rule(stored: dict, want: dict) -> bool:
 def reuse_decision(path: str, cfg) -> tuple:
     """``(reusable, reason)``: whether the file at ``path`` can stand for a run of ``cfg``.
 
-    Not reusable: ``"missing"``; a shipped file edited since (:func:`shipped_problem`); an
+    Not reusable: ``"missing"``; a file another user owns or may edit in place; a shipped
+    file edited since (:func:`shipped_problem`); an
     unreadable or incomplete file (:func:`result_problem`,
     named); a setting that changes the computation (all but :data:`NOT_COMPARED`) whose
     stored value differs from ``cfg``'s, or that the file does not state (never filled in
@@ -171,9 +172,15 @@ def reuse_decision(path: str, cfg) -> tuple:
         raise ValueError(f"{path}: is {kind}, not a result file; move it away and rerun")
     try:
         with open(path) as f:
+            st = os.fstat(f.fileno())  # of the file read, not of a name swapped since
             stored = json.load(f)
     except (OSError, ValueError, RecursionError) as err:
         return False, f"unreadable ({_unreadable(err)})"
+    if st.st_uid not in (os.getuid(), 0):
+        return False, f"another user (uid {st.st_uid}) owns it: it may say anything"
+    if who := other_writer(st):
+        mode = stat.S_IMODE(st.st_mode)
+        return False, f"other users can edit it (mode {mode:04o}: {who}): it may say anything"
     if problem := shipped_problem(path, stored):
         return False, problem
     if problem := result_problem(stored):

@@ -457,3 +457,37 @@ def test_a_shipped_file_is_judged_by_its_values_not_its_layout(tmp_path, monkeyp
         store.shipped_key(str(elsewhere)) is None
         and store.shipped_problem(str(elsewhere), r) is None
     )
+
+
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [
+        (0o660, "other users can edit it (mode 0660: alice, of group"),
+        (0o646, "(mode 0646: everyone"),
+    ],
+)
+def test_a_result_others_may_edit_in_place_is_rerun(tmp_path, monkeypatch, mode, words):
+    """A 0750 folder keeps others from swapping a file, not from editing one they may write."""
+    import grp
+    import pwd
+
+    from hcct_lite.runs import files
+    from hcct_lite.training.config import make_config
+
+    out = tmp_path / "grid"
+    (first,) = run_grid("rotated-digits", ["independent"], [0], str(out), log=None, **KW)
+    path = next(out.rglob("*.json"))
+    cfg = make_config("rotated-digits", "independent", 0, epochs=2)
+    assert store.reuse_decision(str(path), cfg)[0]
+    gid = path.stat().st_gid
+    alice = pwd.struct_passwd(("alice", "x", 5000, gid, "", "/", "/bin/sh"))  # primary group only
+    monkeypatch.setattr(files.pwd, "getpwall", lambda: [alice])
+    monkeypatch.setattr(files.grp, "getgrgid", lambda g: grp.struct_group(("g", "x", g, [])))
+    path.chmod(mode)
+    ok, why = store.reuse_decision(str(path), cfg)
+    assert not ok and words in why, why
+    logged = []
+    (again,) = run_grid("rotated-digits", ["independent"], [0], str(out), log=logged.append, **KW)
+    assert any(words in m for m in logged) and again["final"] == first["final"]
+    path.chmod(0o640)  # group may read, not write: reused
+    assert store.reuse_decision(str(path), cfg)[0]
