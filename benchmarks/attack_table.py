@@ -10,14 +10,15 @@ aggregator at the deployment's norm rule (20) and ``--count-bound``, or ``deploy
 the Flower app's own defaults (``hcct_lite/deploy/flower/app/pyproject.toml``). Rows:
 
 - single attackers (silo 0): ``absent``, ``boost``, ``flip``, ``flip-0.9`` (at the clip's
-  edge for every robust rule), ``flip-3``, ``ipm``, ``alie``, ``mimic``, ``x-28125``, ``1e37``,
-  ``sleeper``, ``sleeper-0.9``, ``count`` and ``count+`` each attack;
+  edge for every robust rule), ``flip-3``, ``ipm``, ``alie``, ``mimic``, ``fang``,
+  ``x-28125``, ``1e37``, ``sleeper``, ``sleeper-0.9``, ``count`` and ``count+`` each attack;
 - colluders, each sending ``flip-0.9``: ``collude-2`` (silos 0-1 of 8), ``collude-3`` (0-2
   of 8), ``collude-4of9`` (0-3 of 9 silos of 198 samples); ``collude-2-own`` and
   ``collude-3-own``: silos 0-1 or 0-2, each sending ``flip-3`` (they know only their own
   data); ``absent-3``: silos 0-2 never answer (what three colluders cost when left out);
 - Sybils: ``sybil-2``, ``sybil-3`` (silos 0-1 or 0-2 send one vector, ``sybil``), and
-  ``sybil-3-noisy`` (near copies that evade the one-voice rule);
+  ``sybil-3-noisy`` (near copies that evade the one-voice rule), ``sybil-3-wide`` (noise as
+  wide as honest silos' spread);
 - ``big-honest``: no attacker, silo 0 holds its samples 32 times over;
 - ``mixed-honest``: no attacker, silo 0's training images are the federation's mix (a
   quarter each turned by 0, 90, 180 and 270 degrees): what an honest silo whose update
@@ -62,6 +63,7 @@ SINGLE = (
     "ipm",
     "alie",
     "mimic",
+    "fang",
     "x-28125",
     "1e37",
     "sleeper",
@@ -86,6 +88,7 @@ ATTACKS = (
         "sybil-2",
         "sybil-3",
         "sybil-3-noisy",
+        "sybil-3-wide",
         "big-honest",
         "2-silos-boost",
         "2-silos-flip",
@@ -112,7 +115,7 @@ def _row(attack: str) -> tuple:
     if attack.startswith("sybil-"):
         k = int(attack[len("sybil-")])
         return (
-            "sybil-noisy" if attack.endswith("noisy") else "sybil",
+            {"noisy": "sybil-noisy", "wide": "sybil-wide"}.get(attack.split("-")[-1], "sybil"),
             tuple(range(k)),
             tuple(range(k)),
             {},

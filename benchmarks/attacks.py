@@ -28,9 +28,14 @@ the code and, where an attack says so, every honest reply of the round:
   allowance;
 - ``absent``: silo 0 never answers;
 - ``flip-3``: its own update x -3 (what a colluder that knows only its own data sends);
+- ``fang``: an adaptive silo in the manner of Fang et al. (2020) against Krum. It knows the
+  code and the round's honest replies of its group. It sends minus the sign of their mean
+  update, turned so that the model's last movement (which it receives) does not call it
+  against, at the longest norm the norm rule, the clip and Krum still keep;
 - ``sybil``: every attacker sends one vector, the first one's own update x -3;
   ``sybil-noisy``: that vector plus noise of 0.2 times its norm, each its own, so that no
-  two are closer than the one-voice rule's 0.1 (an attacker that knows the rule).
+  two are closer than the one-voice rule's 0.1 (an attacker that knows the rule);
+  ``sybil-wide``: noise of 1 times its norm, as far apart as honest silos sit.
 """
 
 from __future__ import annotations
@@ -40,8 +45,9 @@ import dataclasses
 import numpy as np
 import torch
 
+from hcct_lite.deploy.defences.combine import _krum_choice
 from hcct_lite.deploy.defences.norms import local_steps, norm_bound, update_norm
-from hcct_lite.deploy.defences.robust import vouched_counts
+from hcct_lite.deploy.defences.robust import Aggregator, vouched_counts
 from hcct_lite.training.local import update_of
 
 CLAIM = 10**6
@@ -61,6 +67,14 @@ class AttackBackend:
         self.attack = attack.removeprefix("count").removeprefix("+") or "none"
         self.norm_limit = cfg.option("norm_limit")
         self._last = None  # the sleeper's last reply: "poison" or "copy"
+        self._starts, self._before = {}, {}  # fang: the models it received, now and before
+        self.aggregator = Aggregator(
+            cfg.option("aggregator"),
+            cfg.option("clip_factor"),
+            cfg.option("trim_fraction"),
+            cfg.batch_size,
+            cfg.local_epochs,
+        )
         self.sizes = inner.sizes.copy()
         if self.count:
             self.sizes[self.attackers] = CLAIM
@@ -110,13 +124,16 @@ class AttackBackend:
             return -own * (0.9 * self._allowance(out, i) / max(float(own.norm()), 1e-30))
         if kind in ("boost", "flip", "x-28125", "flip-3"):
             return own * {"boost": 1e6, "flip": -1.0, "x-28125": -28125.0, "flip-3": -3.0}[kind]
+        if kind == "fang":
+            return self._fang(i, out)
         if kind.startswith("sybil"):
             first = min(j for j in self.attackers if j in out)
             g = -3.0 * _flat(out[first].update, self.names)
-            if kind == "sybil-noisy":  # seeded by epoch and silo: the same run, the same noise
+            if kind in ("sybil-noisy", "sybil-wide"):  # seeded by epoch and silo: the same noise
                 gen = torch.Generator().manual_seed(1000 * epoch + i)
                 noise = torch.randn(g.shape, generator=gen, dtype=g.dtype)
-                g = g + noise * (0.2 * float(g.norm()) / max(float(noise.norm()), 1e-30))
+                scale = 0.2 if kind == "sybil-noisy" else 1.0
+                g = g + noise * (scale * float(g.norm()) / max(float(noise.norm()), 1e-30))
             return g
         if kind in ("ipm", "alie") and honest:
             h = torch.stack(honest)
@@ -124,6 +141,31 @@ class AttackBackend:
                 return -3.0 * h.mean(0)
             return h.mean(0) - h.std(0, correction=0)
         return None
+
+    def _fang(self, i, out) -> torch.Tensor | None:
+        """The longest sign-flipped update that the server's rules keep in silo i's group."""
+        start = self._starts[i]
+        peers = [j for j in out if j not in self.attackers and self._starts[j] is start]
+        if not peers:
+            return None
+        g = -torch.sign(torch.stack([_flat(out[j].update, self.names) for j in peers]).mean(0))
+        before = self._before.get(i)
+        if before is not None:  # a delta is -lr * g: keep g . movement a little below 0
+            moved = _flat(start, self.names) - before
+            if float(moved.norm()) > 0:
+                m = moved / moved.norm()
+                g = g - (g @ m) * m - 0.05 * float(g.norm()) * m
+        g = g / max(float(g.norm()), 1e-30)
+        ids = [i, *peers]
+        steps = [self.steps[j] for j in ids]
+        longest = self._allowance(out, i)
+        for k in range(16):  # halving from the norm rule's edge until Krum keeps it
+            crafted = g * (longest * 0.5**k)
+            deltas = [{"w": -crafted}] + [{"w": -_flat(out[j].update, self.names)} for j in peers]
+            clipped = self.aggregator._clipped(deltas, steps)
+            if len(ids) <= 3 or 0 in _krum_choice(clipped, max(1, (len(ids) - 3) // 2)):
+                return crafted
+        return crafted
 
     def _reply(self, r, start, lr, g):
         state, offset = dict(r.state), 0
@@ -141,6 +183,12 @@ class AttackBackend:
             return out
         if self.attack.startswith("sleeper"):
             return self._sleep(starts, lr, epoch, out)
+        for i in self.attackers:
+            if i in starts:
+                if i in self._starts:
+                    self._before[i] = _flat(self._starts[i], self.names)
+                self._starts[i] = starts[i]
+        self._starts.update({j: s for j, s in starts.items() if j not in self.attackers})
         crafted = {i: self._crafted(i, out, epoch) for i in self.attackers if i in out}
         for i, g in crafted.items():
             r = out[i]
