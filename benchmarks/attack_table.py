@@ -10,12 +10,13 @@ aggregator at the deployment's norm rule (20) and ``--count-bound``, or ``deploy
 the Flower app's own defaults (``hcct_lite/deploy/flower/app/pyproject.toml``). Rows:
 
 - single attackers (silo 0): ``absent``, ``boost``, ``flip``, ``flip-0.9`` (at the clip's
-  edge for every robust rule), ``flip-3``, ``ipm``, ``alie``, ``mimic``, ``fang``,
+  edge for every robust rule), ``flip-3``, ``ipm``, ``alie``, ``mimic``, ``fang``, ``lazy``,
   ``x-28125``, ``1e37``, ``sleeper``, ``sleeper-0.9``, ``count`` and ``count+`` each attack;
 - colluders, each sending ``flip-0.9``: ``collude-2`` (silos 0-1 of 8), ``collude-3`` (0-2
   of 8), ``collude-4of9`` (0-3 of 9 silos of 198 samples); ``collude-2-own`` and
   ``collude-3-own``: silos 0-1 or 0-2, each sending ``flip-3`` (they know only their own
   data); ``absent-3``: silos 0-2 never answer (what three colluders cost when left out);
+  ``lazy-3``: silos 0-2 send back the model they received;
 - Sybils: ``sybil-2``, ``sybil-3`` (silos 0-1 or 0-2 send one vector, ``sybil``), and
   ``sybil-3-noisy`` (near copies that evade the one-voice rule), ``sybil-3-wide`` (noise as
   wide as honest silos' spread);
@@ -64,6 +65,7 @@ SINGLE = (
     "alie",
     "mimic",
     "fang",
+    "lazy",
     "x-28125",
     "1e37",
     "sleeper",
@@ -83,6 +85,7 @@ ATTACKS = (
         "collude-3",
         "collude-4of9",
         "absent-3",
+        "lazy-3",
         "collude-2-own",
         "collude-3-own",
         "sybil-2",
@@ -107,8 +110,8 @@ def _row(attack: str) -> tuple:
         if attack.endswith("clean"):
             return "clean", (), (), {"n_clients": int(attack[0])}
         return attack.split("silos-")[-1], (0,), (0,), {"n_clients": int(attack[0])}
-    if attack == "absent-3":  # what any 3 colluders cost, even when left out every round
-        return "absent", (0, 1, 2), (0, 1, 2), {}
+    if attack in ("absent-3", "lazy-3"):  # absent: what 3 colluders cost when left out
+        return attack[:-2], (0, 1, 2), (0, 1, 2), {}
     if attack.startswith("collude-") and attack.endswith("-own"):
         k = int(attack[len("collude-")])
         return "flip-3", tuple(range(k)), tuple(range(k)), {}

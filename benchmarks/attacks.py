@@ -26,7 +26,8 @@ the code and, where an attack says so, every honest reply of the round:
   with silo 1, whose group then starts from the average of their models; ``sleeper-0.9``:
   the same, its model moved towards the poisoned one by 0.9 times the norm rule's
   allowance;
-- ``absent``: silo 0 never answers;
+- ``absent``: silo 0 never answers; ``lazy``: it sends back the model it received (it
+  trains nothing and knows nothing);
 - ``flip-3``: its own update x -3 (what a colluder that knows only its own data sends);
 - ``fang``: an adaptive silo in the manner of Fang et al. (2020) against Krum. It knows the
   code and the round's honest replies of its group. It sends minus the sign of their mean
@@ -124,6 +125,8 @@ class AttackBackend:
             return -own * (0.9 * self._allowance(out, i) / max(float(own.norm()), 1e-30))
         if kind in ("boost", "flip", "x-28125", "flip-3"):
             return own * {"boost": 1e6, "flip": -1.0, "x-28125": -28125.0, "flip-3": -3.0}[kind]
+        if kind == "lazy":
+            return torch.zeros_like(own)
         if kind == "fang":
             return self._fang(i, out)
         if kind.startswith("sybil"):
