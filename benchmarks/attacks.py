@@ -13,7 +13,7 @@ the code and, where an attack says so, every honest reply of the round:
 - ``ipm``: inner-product manipulation, ``-3`` times the honest silos' mean update (Xie et
   al., 2020);
 - ``alie``: "a little is enough", the honest mean minus one standard deviation, coordinate
-  by coordinate (Baruah et al., 2019, with z = 1);
+  by coordinate (Baruch et al., 2019, with z = 1);
 - ``mimic``: on even epochs a copy of silo 1's update (so a partition groups it with silo 1),
   on odd ones silo 1's update flipped and stretched as ``flip-0.9``;
 - ``x-28125``: its own update x -28,125 (no knowledge of any other silo);
