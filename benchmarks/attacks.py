@@ -52,6 +52,7 @@ from hcct_lite.deploy.defences.robust import Aggregator, vouched_counts
 from hcct_lite.training.local import update_of
 
 CLAIM = 10**6
+SYBIL_NOISE = {"sybil-noisy": 0.2, "sybil-wide": 1.0}  # each Sybil's noise, x the vector's norm
 VICTIM = 1
 
 
@@ -132,11 +133,11 @@ class AttackBackend:
         if kind.startswith("sybil"):
             first = min(j for j in self.attackers if j in out)
             g = -3.0 * _flat(out[first].update, self.names)
-            if kind in ("sybil-noisy", "sybil-wide"):  # seeded by epoch and silo: the same noise
+            if kind in SYBIL_NOISE:  # seeded by epoch and silo: the same run, the same noise
                 gen = torch.Generator().manual_seed(1000 * epoch + i)
                 noise = torch.randn(g.shape, generator=gen, dtype=g.dtype)
-                scale = 0.2 if kind == "sybil-noisy" else 1.0
-                g = g + noise * (scale * float(g.norm()) / max(float(noise.norm()), 1e-30))
+                scale = SYBIL_NOISE[kind] * float(g.norm())
+                g = g + noise * (scale / max(float(noise.norm()), 1e-30))
             return g
         if kind in ("ipm", "alie") and honest:
             h = torch.stack(honest)
@@ -186,12 +187,11 @@ class AttackBackend:
             return out
         if self.attack.startswith("sleeper"):
             return self._sleep(starts, lr, epoch, out)
-        for i in self.attackers:
-            if i in starts:
-                if i in self._starts:
+        if self.attack == "fang":  # it remembers the models it received
+            for i in self.attackers:
+                if i in starts and i in self._starts:
                     self._before[i] = _flat(self._starts[i], self.names)
-                self._starts[i] = starts[i]
-        self._starts.update({j: s for j, s in starts.items() if j not in self.attackers})
+            self._starts.update(starts)
         crafted = {i: self._crafted(i, out, epoch) for i in self.attackers if i in out}
         for i, g in crafted.items():
             r = out[i]

@@ -150,11 +150,11 @@ def reuse_decision(path: str, cfg) -> tuple:
     """``(reusable, reason)``: whether the file at ``path`` can stand for a run of ``cfg``.
 
     Not reusable: ``"missing"``; a file another user owns or may edit in place; a shipped
-    file edited since (:func:`shipped_problem`); an
-    unreadable or incomplete file (:func:`result_problem`,
-    named); a setting that changes the computation (all but :data:`NOT_COMPARED`) whose
-    stored value differs from ``cfg``'s, or that the file does not state (never filled in
-    from today's defaults: older code did not run as today's defaults say); or a compute
+    file edited since (:func:`shipped_problem`); an unreadable or incomplete file
+    (:func:`result_problem`, named); a setting that changes the computation (all but
+    :data:`NOT_COMPARED`) whose stored value differs from ``cfg``'s, or that the file does
+    not state (never filled in from today's defaults: older code did not run as today's
+    defaults say); or a compute
     version (:func:`~hcct_lite.training.provenance.compute_version`) other than ``cfg``'s,
     the reason then starting with :data:`OTHER_CODE`. The reason of a reusable file names
     the compute version it shares. A run under the norm rule that refused no reply stands

@@ -249,7 +249,7 @@ class Aggregator:
             few = len(deltas) < 3  # no majority (two: the history leaves at least two)
             if few:
                 self.few_replies.setdefault(epoch, []).append(ids)
-                if len(kept) == len(voice_w):  # not two the history has already heard agree
+                if len(kept) == len(voice_w):  # a group of two, not two the history rule left
                     w = self._settle_dispute(
                         deltas, w, ids, epoch, reference if history is None else history
                     )
