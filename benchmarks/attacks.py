@@ -29,6 +29,8 @@ the code and, where an attack says so, every honest reply of the round:
 - ``absent``: silo 0 never answers; ``lazy``: it sends back the model it received (it
   trains nothing and knows nothing);
 - ``flip-3``: its own update x -3 (what a colluder that knows only its own data sends);
+- ``timid``: its own update x 10^-3 (a silo that says almost nothing, so that Krum, which
+  favours short updates, keeps it, and a partner's clip, set by the shorter of two, cuts);
 - ``fang``: an adaptive silo in the manner of Fang et al. (2020) against Krum. It knows the
   code and the round's honest replies of its group. It sends minus the sign of their mean
   update, turned so that the model's last movement (which it receives) does not call it
@@ -49,10 +51,12 @@ import torch
 from hcct_lite.deploy.defences.combine import _krum_choice
 from hcct_lite.deploy.defences.norms import local_steps, norm_bound, update_norm
 from hcct_lite.deploy.defences.robust import Aggregator, vouched_counts
+from hcct_lite.deploy.defences.rounds import RoundView, banded
 from hcct_lite.training.local import update_of
 
 CLAIM = 10**6
 SYBIL_NOISE = {"sybil-noisy": 0.2, "sybil-wide": 1.0}  # each Sybil's noise, x the vector's norm
+SCALE = {"boost": 1e6, "flip": -1.0, "x-28125": -28125.0, "flip-3": -3.0, "timid": 1e-3}
 VICTIM = 1
 
 
@@ -124,8 +128,8 @@ class AttackBackend:
             return own
         if kind == "flip-0.9":
             return -own * (0.9 * self._allowance(out, i) / max(float(own.norm()), 1e-30))
-        if kind in ("boost", "flip", "x-28125", "flip-3"):
-            return own * {"boost": 1e6, "flip": -1.0, "x-28125": -28125.0, "flip-3": -3.0}[kind]
+        if kind in SCALE:
+            return own * SCALE[kind]
         if kind == "lazy":
             return torch.zeros_like(own)
         if kind == "fang":
@@ -163,10 +167,13 @@ class AttackBackend:
         ids = [i, *peers]
         steps = [self.steps[j] for j in ids]
         longest = self._allowance(out, i)
+        norms = {j: update_norm(out[j].update) for j in out if j not in self.attackers}
         for k in range(16):  # halving from the norm rule's edge until Krum keeps it
             crafted = g * (longest * 0.5**k)
             deltas = [{"w": -crafted}] + [{"w": -_flat(out[j].update, self.names)} for j in peers]
-            clipped = self.aggregator._clipped(deltas, steps)
+            sent = norms | {i: float(crafted.norm())}  # what the server's view will hold
+            view = RoundView(None, sent, {j: self.steps[j] for j in sent})
+            clipped = banded(deltas, steps, self.aggregator.clip_factor, ids, view)
             if len(ids) <= 3 or 0 in _krum_choice(clipped, max(1, (len(ids) - 3) // 2)):
                 return crafted
         return crafted

@@ -208,15 +208,16 @@ class Scheme:
             states, starts, weights, sizes, members, epoch=epoch, reference=reference, model=model
         )
 
-    def dispute_reference(self, results: dict):
+    def dispute_reference(self, results: dict, sizes):
         """The round's reference for the aggregator, from its accepted ``results``, or None.
 
         ``results`` maps client -> LocalResult (every reply the engine accepted this
-        epoch); None under FedAvg (no aggregator, or ``mean``).
+        epoch), ``sizes`` (N,) every client's D_i; None under FedAvg (no aggregator, or
+        ``mean``).
         """
         if self.aggregator is None:
             return None
-        return self.aggregator.dispute_reference([r.update for r in results.values()])
+        return self.aggregator.dispute_reference({i: r.update for i, r in results.items()}, sizes)
 
     def setup(self, server: ServerView) -> None:  # noqa: B027 - optional hook
         """Called once before epoch 0."""
@@ -280,7 +281,7 @@ class GroupScheme(Scheme):
 
     @override
     def aggregate(self, t, server, plan, results):
-        out, reference = {}, self.dispute_reference(results)
+        out, reference = {}, self.dispute_reference(results, server.sizes)
         for g in plan.groups:
             model = self.average(
                 [results[i].state for i in g],

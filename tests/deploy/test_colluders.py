@@ -65,4 +65,4 @@ def test_three_colluders_of_eight_are_left_out_by_the_models_history(monkeypatch
     # without the history, multi-Krum of eight keeps one of them at the clip's edge each round
     monkeypatch.setattr(Aggregator, "_with_history", lambda self, d, *a: list(range(len(d))))
     unguarded, _ = _honest_error("global", attacked=True)
-    assert attacked - clean < 2 and unguarded - clean > 20, (clean, attacked, unguarded)
+    assert attacked - clean < 2 and unguarded - clean > 4, (clean, attacked, unguarded)

@@ -37,6 +37,27 @@ def _each_its_own_voice(request, monkeypatch):
         monkeypatch.setattr(robust, "one_voice", lambda d: [[i] for i in range(len(d))])
 
 
+@pytest.fixture(autouse=True)
+def _deltas_as_sent(request, monkeypatch):
+    """Most tests here judge a rule on hand-made deltas as they are: no delta is raised.
+
+    The band's top (the clip) still holds; the tests of the band (named so) run it as it ships.
+    """
+    if "band" in request.node.name:
+        return
+    shipped = robust.banded
+
+    def clip_only(deltas, *args, **kwargs):
+        out = shipped(deltas, *args, **kwargs)
+        return [o if _norm(o) <= _norm(d) else d for o, d in zip(out, deltas, strict=True)]
+
+    monkeypatch.setattr(robust, "banded", clip_only)
+
+
+def _norm(delta) -> float:
+    return math.sqrt(sum(float(v.double().pow(2).sum()) for v in delta.values()))
+
+
 def _states(deltas, counts=None):
     counts = counts or [4] * len(deltas)
     return [
@@ -86,7 +107,7 @@ def test_trimmed_mean_drops_the_extremes_of_each_coordinate():
 
 
 def test_trimmed_mean_weighs_what_it_keeps_by_d():
-    deltas = [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0], [9, 0, 0]]
+    deltas = [[-1, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0], [9, 0, 0]]
     got, _ = _combine(
         "trimmed-mean", deltas, weights=[1, 1, 3, 1, 1], clip_factor=1e9, trim_fraction=0.2
     )
@@ -157,12 +178,17 @@ def test_the_engine_records_the_aggregator_and_small_groups():
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(st.lists(st.floats(-10, 10), min_size=3, max_size=3), min_size=5, max_size=9),
+    st.lists(
+        st.lists(st.floats(-10, 10), min_size=3, max_size=3).filter(any), min_size=5, max_size=9
+    ),
     st.lists(st.lists(st.floats(-1e6, 1e6), min_size=3, max_size=3), min_size=1, max_size=2),
     st.sampled_from(["trimmed-mean", "median"]),
 )
 def test_coordinate_rules_stay_within_the_honest_range(honest, liars, kind):
-    """With at most as many liars as the rule trims, every coordinate stays honest."""
+    """With at most as many liars as the rule trims, every coordinate stays honest.
+
+    Every honest member trained: none sends back its start (that one is left out).
+    """
     deltas = honest + liars  # 6 to 11 members, trim 0.25: at least 1 (2 from 8) each side
     if kind == "trimmed-mean" and len(liars) > max(1, int(0.25 * len(deltas))):
         return
@@ -270,14 +296,55 @@ def test_the_aggregator_records_at_the_epoch_it_is_given_and_keeps_no_round():
             "disputes",
             "history_left_out",
             "same_voice",
+            "no_update",
             "_moved",
         }
     )
     assert agg._moved == {}
     with pytest.raises(TypeError, match="epoch"):
         agg.combine(apart, *pair, [7, 2])  # the epoch is the caller's to say
-    assert Aggregator("mean").dispute_reference([{"w": torch.ones(1)}] * 3) is None
-    assert agg.dispute_reference([{"w": torch.ones(1)}] * 3)["w"].tolist() == [-1.0]
+    three = {i: {"w": torch.tensor([i + 1.0])} for i in range(3)}
+    assert Aggregator("mean").dispute_reference(three, [10] * 3) is None
+    view = agg.dispute_reference(three, [10, 10, 30])
+    assert view.centre["w"].tolist() == [-2.0]
+    assert view.norms == {0: 1.0, 1: 2.0, 2: 3.0} and view.steps == {0: 1, 1: 1, 2: 3}
+    assert agg.dispute_reference({0: three[0], 1: three[1]}, [10] * 3) is None
+
+
+def test_a_member_that_sent_back_its_start_is_left_out_and_recorded():
+    agg = Aggregator("krum-mean", batch_size=10)
+    states = _states([[0, 0, 0], [1, 0, 0], [1, 1, 0], [1, 0, 1]])
+    out = agg.combine(states, [START] * 4, [1] * 4, [10] * 4, [4, 5, 6, 7], epoch=3)
+    assert out["w"].tolist() == pytest.approx([1.0, 1 / 3, 1 / 3])  # the three that moved
+    assert agg.record()["no_update"] == [{"epoch": 3, "members": [4]}]
+    # more than half of them idle: they are heard (a liar alone would otherwise be the group)
+    idle = _states([[0, 0, 0], [0, 0, 0], [0, 0, 9]])
+    out = agg.combine(idle, [START] * 3, [1] * 3, [10] * 3, [1, 2, 3], epoch=4)
+    assert out["w"].tolist() == [0.0, 0.0, 0.0]
+    assert agg.record()["no_update"] == [{"epoch": 3, "members": [4]}]
+
+
+def test_the_band_raises_an_update_of_almost_nothing_to_the_rounds_reference():
+    # a pair: a silo that sends its update x 1e-3 no longer cuts its partner to 4 x its own
+    round_updates = {i: {"w": torch.tensor([3.0, 4.0, 0.0])} for i in range(2, 8)}
+    round_updates |= {
+        0: {"w": torch.tensor([3e-3, 4e-3, 0.0])},
+        1: {"w": torch.tensor([0.0, 5.0, 0.0])},
+    }
+    agg = Aggregator("clipped-mean", batch_size=10)
+    view = agg.dispute_reference(round_updates, [10] * 8)
+    pair = _states([[-3e-3, -4e-3, 0], [0, -5, 0]])  # deltas: minus lr x update, lr 1
+    out = agg.combine(pair, [START] * 2, [1, 1], [10, 10], [0, 1], epoch=1, reference=view)
+    assert out["w"].tolist() == pytest.approx([-1.5, -4.5, 0.0])  # both at length 5, averaged
+    # without the round, the pair's own norms set the band: the partner is cut to 4 x 5e-3
+    alone = agg.combine(pair, [START] * 2, [1, 1], [10, 10], [0, 1], epoch=1)
+    assert float(alone["w"].norm()) < 0.02
+    # the band's top is the round's too: a long one is cut to 4 x the round's median
+    long_round = round_updates | {1: {"w": torch.tensor([0.0, 100.0, 0.0])}}
+    view = agg.dispute_reference(long_round, [10] * 8)
+    far = _states([[0, -100, 0], [-3, -4, 0], [-3, -4, 0]])
+    cut = agg.combine(far, [START] * 3, [1] * 3, [10] * 3, [1, 2, 3], epoch=2, reference=view)
+    assert cut["w"].tolist() == pytest.approx([-2.0, -(20 + 8) / 3, 0.0])
 
 
 def test_the_round_reference_is_the_coordinate_median_of_three_or_more():

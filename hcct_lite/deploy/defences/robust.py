@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from ...schemes.base import weighted_average
 from .combine import COMBINE, capped_weights
-from .norms import l2_norm, local_steps, norm_bound, norm_reference, per_step_norms
+from .norms import l2_norm, local_steps, norm_reference
+from .rounds import RoundView, banded, round_reference, round_view
 from .voices import SAME_VOICE, mean_of, one_voice
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "vouched_counts",
     "capped_weights",
     "round_reference",
+    "RoundView",
     "one_voice",
     "SAME_VOICE",
 ]
@@ -82,23 +83,6 @@ def vouched_counts(declared, bound: float) -> np.ndarray:
     return np.minimum(d, max(1, int(cap)))
 
 
-def round_reference(updates: list):
-    """The coordinate-wise median of a round's accepted ``updates`` as a delta, or None.
-
-    ``updates`` are mappings name -> tensor of ``(w_start - w_end) / lr``; the result maps
-    each name to minus their median (the direction the models moved). Updates of one voice
-    (:func:`one_voice`) count once, as their mean. None for fewer than three voices: no
-    majority.
-    """
-    if len(updates) < 3:
-        return None
-    floats = [{k: u[k].float() for k in updates[0]} for u in updates]
-    voices = [mean_of([floats[i] for i in v]) for v in one_voice(floats)]
-    if len(voices) < 3:
-        return None
-    return {k: -torch.stack([u[k] for u in voices]).median(dim=0).values for k in updates[0]}
-
-
 def _cosine(a: dict, b: dict) -> float:
     keys = [k for k in a if k in b]
     dot = sum(float((a[k].double() * b[k].double()).sum()) for k in keys)
@@ -109,19 +93,21 @@ def _cosine(a: dict, b: dict) -> float:
 class Aggregator:
     """How a group's models become one, from ``kind`` (one of :data:`AGGREGATORS`).
 
-    A robust rule first hears members that send one update (:func:`one_voice`) as one: their
-    mean, with one member's weight. It also reads the model's own history: of three or more
-    members, those whose delta points against the model's last movement (cosine < 0) are
-    left out while they are at most half. Of fewer than three, no rule can tell which is
-    honest. The clip's references are then the smaller norms and the combination is the
-    clipped mean. A group of two that point apart is settled by the model's history, or else
-    by the round's median; two that remain after the history rule are averaged (the rule has
-    already heard both agree with the model's movement).
+    A robust rule first leaves out members that sent back the model they received (while
+    they are at most half), and holds each delta in a band of the round's norms
+    (:func:`banded`): one that sends almost nothing speaks at an honest length. It hears
+    members that send one update (:func:`one_voice`) as one: their mean, with one member's
+    weight. It also reads the model's own history: of three or more members, those whose
+    delta points against the model's last movement (cosine < 0) are left out while they
+    are at most half. Of fewer than three, no rule can tell which is honest; the
+    combination is then the clipped mean. A group of two that point apart is settled by
+    the model's history, or else by the round's median; two that remain after the history
+    rule are averaged (the rule has already heard both agree with the model's movement).
 
     Parameters
     ----------
     kind : str, ``"mean"`` (FedAvg, exactly :func:`weighted_average`) or a robust rule
-    clip_factor : float >= 1, the factor of each delta's :func:`norm_bound` limit
+    clip_factor : float >= 1, the top of each delta's band, a multiple of the reference
     trim_fraction : float in [0, 0.5), ``trimmed-mean``'s share dropped at each side
     batch_size, local_epochs : int >= 1, the silos' local training (for the steps)
 
@@ -139,6 +125,7 @@ class Aggregator:
     history_left_out : dict epoch -> lists of the members of one group each, left out for
         pointing against the model's last movement
     same_voice : dict epoch -> lists of members heard as one voice (one list a voice)
+    no_update : dict epoch -> members left out for sending back the model they received
     """
 
     def __init__(
@@ -153,7 +140,7 @@ class Aggregator:
         self.kind, self.clip_factor, self.trim_fraction = kind, clip_factor, trim_fraction
         self.batch_size, self.local_epochs = batch_size, local_epochs
         self.few_replies, self.disputes, self.history_left_out = {}, {}, {}
-        self.same_voice = {}
+        self.same_voice, self.no_update = {}, {}
         self._moved = {}  # model name -> (epoch, how it moved): the history rule's memory
 
     def __setattr__(self, name, value):
@@ -214,9 +201,10 @@ class Aggregator:
         sizes : (n,) their D_i (for the steps)
         members : n client ids (for the record)
         epoch : int, the epoch aggregated: where a group of two or a dispute is recorded
-        reference : mapping name -> tensor, or None. The round's robust centre as a delta
-            (:meth:`dispute_reference`): a group of two that points apart keeps the member
-            it backs; None (fewer than three replies in the round, or FedAvg) keeps both.
+        reference : RoundView, mapping name -> tensor, or None. The round
+            (:meth:`dispute_reference`): its norms set each delta's band (:func:`banded`;
+            without them, the members' own), and a group of two that points apart keeps
+            the member its centre backs; None (fewer than three replies) keeps both.
         history : mapping name -> tensor, or None. How the model the members trained from
             moved last epoch (:meth:`combine_named` keeps it):
             members pointing against it are left out while they are at most half, and it
@@ -233,11 +221,20 @@ class Aggregator:
             return weighted_average(states, weights)
         floats = [k for k, v in states[0].items() if v.is_floating_point()]
         deltas = [{k: s[k] - st[k] for k in floats} for s, st in zip(states, starts, strict=True)]
-        deltas = self._clipped(deltas, local_steps(sizes, self.batch_size, self.local_epochs))
         ids = [int(i) for i in members] or list(range(len(states)))
-        deltas, voice_w, ids = self._voices(
-            deltas, np.asarray(weights, dtype=np.float64), ids, epoch
-        )
+        steps = local_steps(sizes, self.batch_size, self.local_epochs)
+        voice_w = np.asarray(weights, dtype=np.float64)
+        moved = [i for i, d in enumerate(deltas) if any(bool(v.any()) for v in d.values())]
+        if len(deltas) > len(moved) and 2 * len(moved) >= len(deltas):  # it trained nothing
+            self.no_update.setdefault(epoch, []).extend(
+                ids[i] for i in range(len(ids)) if i not in moved
+            )
+            deltas, ids = [deltas[i] for i in moved], [ids[i] for i in moved]
+            steps, voice_w = steps[moved], voice_w[moved]
+        view = reference if isinstance(reference, RoundView) else None
+        deltas = banded(deltas, steps, self.clip_factor, ids, view)
+        reference = view.centre if view is not None else reference
+        deltas, voice_w, ids = self._voices(deltas, voice_w, ids, epoch)
         w = capped_weights(voice_w)
         kept = self._with_history(deltas, history, ids, epoch)
         if len(kept) < len(deltas):
@@ -261,13 +258,16 @@ class Aggregator:
             out[k] = base[k] + combined[k].to(base[k].dtype)
         return out
 
-    def dispute_reference(self, updates: list):
-        """The round's reference for :meth:`combine`: :func:`round_reference` of ``updates``.
+    def dispute_reference(self, updates: dict, sizes) -> RoundView | None:
+        """The round's reference for :meth:`combine`: a :class:`RoundView`, or None.
 
-        ``updates`` are the round's accepted updates (mappings name -> tensor); None for
-        FedAvg (``mean``), which settles no dispute, and for fewer than three updates.
+        ``updates`` maps each client of the round's accepted replies to its update (name ->
+        tensor); ``sizes`` (N,) every client's D_i, for the steps. None for FedAvg
+        (``mean``), which needs none, and for fewer than three updates (no majority).
         """
-        return None if self.kind == "mean" else round_reference(updates)
+        if self.kind == "mean":
+            return None
+        return round_view(updates, local_steps(sizes, self.batch_size, self.local_epochs))
 
     def _settle_dispute(self, deltas: list, w, members: list, epoch: int, reference):
         """(2,) the weights of two members, or, where they disagree, of the one ``reference`` backs.
@@ -322,15 +322,8 @@ class Aggregator:
         return [i for i in range(len(deltas)) if i not in against]
 
     def _clipped(self, deltas: list, steps) -> list:
-        """Each delta scaled to at most its :func:`norm_bound` limit, from its own ``steps``."""
-        steps = np.asarray(steps, dtype=np.float64)
-        raw = per_step_norms(deltas, steps) * steps  # rounded as stored results were
-        limits = norm_bound(raw, steps, self.clip_factor).limits
-        out = []
-        for d, norm, bound in zip(deltas, raw, limits, strict=True):
-            scale = min(1.0, bound / norm) if norm > 0 else 1.0
-            out.append(d if scale == 1.0 else {k: v * scale for k, v in d.items()})
-        return out
+        """Each delta in its band (:func:`banded`), from the deltas' own norms."""
+        return banded(deltas, steps, self.clip_factor)
 
     def record(self) -> dict:
         """The JSON record of the run's aggregation.
@@ -344,9 +337,9 @@ class Aggregator:
             out["few_replies"] = [{"epoch": e, "groups": g} for e, g in few]
             out["few_replies_note"] = (
                 f"groups of two replies: no robust rule can tell which is honest; each update "
-                f"was clipped to {self.clip_factor:g} x the smaller one (as it stands, or per "
-                f"local step times its own steps) and the two averaged ({self.kind} needs "
-                f"three or more)"
+                f"was held between the round's median norm and {self.clip_factor:g} x it (of "
+                f"a round of two, the smaller one's; as it stands, or per local step times "
+                f"its own steps) and the two averaged ({self.kind} needs three or more)"
             )
         if self.history_left_out:
             left = sorted(self.history_left_out.items())
@@ -362,6 +355,13 @@ class Aggregator:
             out["same_voice_note"] = (
                 f"members whose updates were closer than {SAME_VOICE:g} x the longer one's norm "
                 "were heard as one voice: their mean update, with one member's weight"
+            )
+        if self.no_update:
+            out["no_update"] = [
+                {"epoch": e, "members": m} for e, m in sorted(self.no_update.items())
+            ]
+            out["no_update_note"] = (
+                "members that sent back the model they received trained nothing: left out"
             )
         if self.disputes:
             out["disputes"] = [{"epoch": e, "pairs": p} for e, p in sorted(self.disputes.items())]

@@ -1,0 +1,106 @@
+"""What a robust rule reads of the whole round, and the norm band it holds each update to.
+
+A group's own members are a poor judge of how long an honest update is. Of two, the
+shorter sets the clip, so a silo that sends almost nothing (its own update x 10^-3) cuts
+its partner to almost nothing too. The round's replies, across every group, are an honest
+majority's: :class:`RoundView` carries their norms, and :func:`banded` holds each update
+between the round's reference and ``clip_factor`` times it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .norms import norm_bound, per_step_norms, update_norm
+from .voices import mean_of, one_voice
+
+__all__ = ["RoundView", "round_reference", "round_view", "banded"]
+
+
+@dataclass(frozen=True)
+class RoundView:
+    """The round a robust rule aggregates (:func:`round_view`).
+
+    Attributes
+    ----------
+    centre : mapping name -> tensor, or None; :func:`round_reference` of the round's updates
+    norms : dict client -> float, each accepted update's Euclidean norm
+    steps : dict client -> int, each one's local SGD steps
+    """
+
+    centre: dict | None
+    norms: dict
+    steps: dict
+
+
+def round_reference(updates: list):
+    """The coordinate-wise median of a round's accepted ``updates`` as a delta, or None.
+
+    ``updates`` are mappings name -> tensor of ``(w_start - w_end) / lr``; the result maps
+    each name to minus their median (the direction the models moved). Updates of one voice
+    (:func:`one_voice`) count once, as their mean. None for fewer than three voices: no
+    majority.
+    """
+    if len(updates) < 3:
+        return None
+    floats = [{k: u[k].float() for k in updates[0]} for u in updates]
+    voices = [mean_of([floats[i] for i in v]) for v in one_voice(floats)]
+    if len(voices) < 3:
+        return None
+    return {k: -torch.stack([u[k] for u in voices]).median(dim=0).values for k in updates[0]}
+
+
+def round_view(updates: dict, steps) -> RoundView | None:
+    """The :class:`RoundView` of ``updates`` (client -> update), or None for fewer than three.
+
+    ``steps`` (N,) every client's local SGD steps (:func:`~.norms.local_steps`).
+    """
+    if len(updates) < 3:
+        return None
+    return RoundView(
+        round_reference(list(updates.values())),
+        {int(i): update_norm(u) for i, u in updates.items()},
+        {int(i): int(steps[i]) for i in updates},
+    )
+
+
+def banded(deltas: list, steps, clip_factor: float, ids=None, view=None) -> list:
+    """Each delta scaled into its band: from the reference norm to ``clip_factor`` times it.
+
+    The references are :func:`~.norms.norm_bound`'s (a median, as it stands and per local
+    step), of the round's updates where ``view`` holds every one of ``ids``, else of the
+    ``deltas`` themselves. A delta is cut to ``clip_factor * max(reference, per-step
+    reference * its steps)`` and raised to ``min(reference, per-step reference * its
+    steps)``: an honest silo's is rarely either, and one that sends almost nothing then
+    speaks with an honest length in its own direction. A zero delta stays zero.
+
+    Parameters
+    ----------
+    deltas : list of n mappings name -> tensor
+    steps : (n,) each one's local SGD steps
+    clip_factor : float >= 1
+    ids : n client ids, or None
+    view : RoundView, or None
+
+    Returns
+    -------
+    list of n mappings name -> tensor (the same objects where nothing changes)
+    """
+    steps = np.asarray(steps, dtype=np.float64)
+    norms = per_step_norms(deltas, steps) * steps  # rounded as stored results were
+    bound = norm_bound(norms, steps, 1.0)
+    if view is not None and ids is not None and all(i in view.norms for i in ids):
+        round_steps = [view.steps[c] for c in view.norms]
+        bound = norm_bound(list(view.norms.values()), round_steps, 1.0)
+        norms = np.array([view.norms[i] for i in ids])  # updates: deltas / -lr, one ratio
+    per_step = bound.per_step_reference * steps
+    tops = clip_factor * np.maximum(bound.reference, per_step)
+    floors = np.minimum(bound.reference, per_step)
+    out = []
+    for d, norm, top, floor in zip(deltas, norms, tops, floors, strict=True):
+        scale = 1.0 if norm <= 0 else float(np.clip(norm, floor, top) / norm)
+        out.append(d if scale == 1.0 else {k: v * scale for k, v in d.items()})
+    return out
