@@ -9,16 +9,16 @@ many seeds that change is upward (seed by seed, as the report's verdicts). A col
 aggregator at the deployment's norm rule (20) and ``--count-bound``, or ``deployment``:
 the Flower app's own defaults (``hcct_lite/deploy/flower/app/pyproject.toml``). Rows:
 
-- single attackers (silo 0): ``absent``, ``boost``, ``flip``, ``flip-0.9`` (at the clip's
-  edge for every robust rule), ``flip-3``, ``ipm``, ``alie``, ``mimic``, ``fang``, ``lazy``,
-  ``timid``, ``x-28125``, ``1e37``, ``sleeper``, ``sleeper-0.9``, ``count`` and ``count+``
-  each attack;
+- single attackers (silo 0): ``absent``, ``boost``, ``flip``, ``flip-0.9`` (at the band's
+  top for every robust rule), ``flip-3``, ``ipm``, ``alie``, ``mimic``, ``fang``, ``lazy``,
+  ``timid``, ``noise``, ``x-28125``, ``1e37``, ``sleeper``, ``sleeper-0.9``, ``count`` and
+  ``count+`` each attack;
 - colluders, each sending ``flip-0.9``: ``collude-2`` (silos 0-1 of 8), ``collude-3`` (0-2
   of 8), ``collude-4of9`` (0-3 of 9 silos of 198 samples); ``collude-2-own`` and
   ``collude-3-own``: silos 0-1 or 0-2, each sending ``flip-3`` (they know only their own
   data); ``absent-3``: silos 0-2 never answer (what three colluders cost when left out);
   ``lazy-3``: silos 0-2 send back the model they received; ``timid-3``: each its own update
-  x 10^-3;
+  x 10^-3; ``noise-3``: each ``noise``;
 - Sybils: ``sybil-2``, ``sybil-3`` (silos 0-1 or 0-2 send one vector, ``sybil``), and
   ``sybil-3-noisy`` (near copies that evade the one-voice rule), ``sybil-3-wide`` (noise as
   wide as honest silos' spread);
@@ -69,6 +69,7 @@ SINGLE = (
     "fang",
     "lazy",
     "timid",
+    "noise",
     "x-28125",
     "1e37",
     "sleeper",
@@ -90,6 +91,7 @@ ATTACKS = (
         "absent-3",
         "lazy-3",
         "timid-3",
+        "noise-3",
         "collude-2-own",
         "collude-3-own",
         "sybil-2",
@@ -114,7 +116,12 @@ def _row(attack: str) -> tuple:
         if attack.endswith("clean"):
             return "clean", (), (), {"n_clients": int(attack[0])}
         return attack.split("silos-")[-1], (0,), (0,), {"n_clients": int(attack[0])}
-    if attack in ("absent-3", "lazy-3", "timid-3"):  # absent: what 3 colluders cost when left out
+    if attack in (
+        "absent-3",
+        "lazy-3",
+        "timid-3",
+        "noise-3",
+    ):  # absent: what 3 colluders cost when left out
         return attack[:-2], (0, 1, 2), (0, 1, 2), {}
     if attack.startswith("collude-") and attack.endswith("-own"):
         k = int(attack[len("collude-")])

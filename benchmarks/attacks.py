@@ -9,7 +9,7 @@ the code and, where an attack says so, every honest reply of the round:
 - ``boost``: its own update x 10^6; ``flip``: x -1;
 - ``flip-0.9``: its own update's sign flipped, stretched to 0.9 times what the norm rule lets
   it send (from the round's replies and the counts the server vouches for); any robust rule
-  clips it to the clip's edge, so for them this is the flip at the clip's edge;
+  cuts it to the top of its band, so for them this is the flip at the band's top;
 - ``ipm``: inner-product manipulation, ``-3`` times the honest silos' mean update (Xie et
   al., 2020);
 - ``alie``: "a little is enough", the honest mean minus one standard deviation, coordinate
@@ -29,8 +29,10 @@ the code and, where an attack says so, every honest reply of the round:
 - ``absent``: silo 0 never answers; ``lazy``: it sends back the model it received (it
   trains nothing and knows nothing);
 - ``flip-3``: its own update x -3 (what a colluder that knows only its own data sends);
-- ``timid``: its own update x 10^-3 (a silo that says almost nothing, so that Krum, which
-  favours short updates, keeps it, and a partner's clip, set by the shorter of two, cuts);
+- ``timid``: its own update x 10^-3 (a silo that says almost nothing: Krum favours short
+  updates, and a band set by a group's own norms would take the shorter of two);
+- ``noise``: a random direction, 10^-3 times its own update's norm (it knows nothing; a band
+  raises it to an honest length);
 - ``fang``: an adaptive silo in the manner of Fang et al. (2020) against Krum. It knows the
   code and the round's honest replies of its group. It sends minus the sign of their mean
   update, turned so that the model's last movement (which it receives) does not call it
@@ -132,6 +134,10 @@ class AttackBackend:
             return own * SCALE[kind]
         if kind == "lazy":
             return torch.zeros_like(own)
+        if kind == "noise":  # seeded by epoch and silo: the same run, the same noise
+            gen = torch.Generator().manual_seed(1000 * epoch + i)
+            noise = torch.randn(own.shape, generator=gen, dtype=own.dtype)
+            return noise * (1e-3 * float(own.norm()) / max(float(noise.norm()), 1e-30))
         if kind == "fang":
             return self._fang(i, out)
         if kind.startswith("sybil"):

@@ -2,7 +2,7 @@
 
 The robust aggregators hear updates closer than ``SAME_VOICE`` times the longer one's norm
 as one voice (``hcct_lite/deploy/defences/robust.py``). This runs honest federations under
-the deployment's defaults and prints, per task and scheme, each clipped update's distance
+the deployment's defaults and prints, per task and scheme, each banded update's distance
 to its nearest other in its group, relative to the longer norm: the minimum and low
 percentiles. Honest silos must sit well above ``SAME_VOICE``.
 
@@ -39,21 +39,21 @@ def nearest_relative(deltas: list) -> list:
 
 
 def measure(task: str, scheme: str, epochs: int, seed: int, **settings) -> np.ndarray:
-    """The nearest relative distances of every group's clipped updates in one run."""
+    """The nearest relative distances of every group's banded updates in one run."""
     seen = []
-    clipped = robust.Aggregator._clipped
+    banded = robust.banded
 
-    def spy(self, deltas, steps):
-        out = clipped(self, deltas, steps)
+    def spy(*args, **kwargs):
+        out = banded(*args, **kwargs)
         seen.extend(nearest_relative(out))
         return out
 
-    robust.Aggregator._clipped = spy
+    robust.banded = spy
     try:
         cfg = make_config(task, scheme, seed, epochs=epochs, **deployment_defence(), **settings)
         run_experiment(cfg, progress=False)
     finally:
-        robust.Aggregator._clipped = clipped
+        robust.banded = banded
     return np.asarray(seen)
 
 

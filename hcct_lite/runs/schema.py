@@ -158,6 +158,8 @@ def _aggregation_problem(r: dict, cfg) -> str | None:
         ("few_replies", "groups"),
         ("disputes", "pairs"),
         ("history_left_out", "groups"),
+        ("same_voice", "voices"),
+        ("no_update", "members"),
     ):
         if key in agg and (aggregator == "mean" or _record_problem(agg[key], inner, epochs)):
             return f"its aggregation {key} is not what a {aggregator} run records"

@@ -208,16 +208,16 @@ class Scheme:
             states, starts, weights, sizes, members, epoch=epoch, reference=reference, model=model
         )
 
-    def dispute_reference(self, results: dict, sizes):
+    def dispute_reference(self, results: dict, starts: dict, sizes):
         """The round's reference for the aggregator, from its accepted ``results``, or None.
 
         ``results`` maps client -> LocalResult (every reply the engine accepted this
-        epoch), ``sizes`` (N,) every client's D_i; None under FedAvg (no aggregator, or
-        ``mean``).
+        epoch), ``starts`` client -> the model it trained from, ``sizes`` (N,) every
+        client's D_i; None under FedAvg (no aggregator, or ``mean``).
         """
         if self.aggregator is None:
             return None
-        return self.aggregator.dispute_reference({i: r.update for i, r in results.items()}, sizes)
+        return self.aggregator.dispute_reference(results, starts, sizes)
 
     def setup(self, server: ServerView) -> None:  # noqa: B027 - optional hook
         """Called once before epoch 0."""
@@ -281,7 +281,7 @@ class GroupScheme(Scheme):
 
     @override
     def aggregate(self, t, server, plan, results):
-        out, reference = {}, self.dispute_reference(results, server.sizes)
+        out, reference = {}, self.dispute_reference(results, plan.start, server.sizes)
         for g in plan.groups:
             model = self.average(
                 [results[i].state for i in g],

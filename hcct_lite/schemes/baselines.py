@@ -168,7 +168,7 @@ class MAXFL(Scheme):
                 server.sizes[members],
                 members,
                 epoch=t,
-                reference=self.dispute_reference(results, server.sizes),
+                reference=self.dispute_reference(results, plan.start, server.sizes),
                 model="global",
             )
         if not bootstrap:
@@ -221,7 +221,10 @@ class _ClusterModels(Scheme):
         return sorted((g for g in groups if g), key=lambda g: (g[0], len(g)))
 
     def aggregate(self, t, server, plan, results):
-        choice, reference = plan.per_client, self.dispute_reference(results, server.sizes)
+        choice, reference = (
+            plan.per_client,
+            self.dispute_reference(results, plan.start, server.sizes),
+        )
         for j in range(len(self.models)):
             members = sorted(i for i, c in choice.items() if j in c)
             if members:

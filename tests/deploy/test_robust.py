@@ -1,6 +1,7 @@
 """Robust aggregation: each rule on hand-made deltas, the setting, and the engine's record."""
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from hcct_lite.deploy.defences.robust import (
     round_reference,
     vouched_counts,
 )
+from hcct_lite.deploy.defences.rounds import RoundView, banded
 from hcct_lite.schemes.base import weighted_average
 from hcct_lite.training.config import make_config
 from hcct_lite.training.engine import run_experiment
@@ -52,6 +54,15 @@ def _deltas_as_sent(request, monkeypatch):
         return [o if _norm(o) <= _norm(d) else d for o, d in zip(out, deltas, strict=True)]
 
     monkeypatch.setattr(robust, "banded", clip_only)
+
+
+def _replies(updates: dict) -> tuple:
+    """``(replies, starts)`` of a round whose every model started at zero, at lr 1."""
+    replies = {
+        i: SimpleNamespace(update=u, state={k: -v for k, v in u.items()})
+        for i, u in updates.items()
+    }
+    return replies, {i: {k: torch.zeros_like(v) for k, v in u.items()} for i, u in updates.items()}
 
 
 def _norm(delta) -> float:
@@ -304,11 +315,15 @@ def test_the_aggregator_records_at_the_epoch_it_is_given_and_keeps_no_round():
     with pytest.raises(TypeError, match="epoch"):
         agg.combine(apart, *pair, [7, 2])  # the epoch is the caller's to say
     three = {i: {"w": torch.tensor([i + 1.0])} for i in range(3)}
-    assert Aggregator("mean").dispute_reference(three, [10] * 3) is None
-    view = agg.dispute_reference(three, [10, 10, 30])
+    assert Aggregator("mean").dispute_reference(*_replies(three), [10] * 3) is None
+    view = agg.dispute_reference(*_replies(three), [10, 10, 30])
     assert view.centre["w"].tolist() == [-2.0]
     assert view.norms == {0: 1.0, 1: 2.0, 2: 3.0} and view.steps == {0: 1, 1: 1, 2: 3}
-    assert agg.dispute_reference({0: three[0], 1: three[1]}, [10] * 3) is None
+    assert agg.dispute_reference(*_replies({0: three[0], 1: three[1]}), [10] * 3) is None
+    # a reply that did not move is no evidence of an honest norm
+    idle = three | {3: {"w": torch.zeros(1)}}
+    assert agg.dispute_reference(*_replies(idle), [10] * 4).norms == view.norms
+    assert agg.dispute_reference(*_replies({**idle, 2: idle[3]}), [10] * 4) is None
 
 
 def test_a_member_that_sent_back_its_start_is_left_out_and_recorded():
@@ -324,6 +339,50 @@ def test_a_member_that_sent_back_its_start_is_left_out_and_recorded():
     assert agg.record()["no_update"] == [{"epoch": 3, "members": [4]}]
 
 
+def test_the_band_reads_batch_norm_buffers_too():
+    # a reply that leaves its weights as received and sends a running variance of 10^6
+    start = {"w": torch.zeros(2), "rv": torch.zeros(2)}
+    honest = {"w": torch.tensor([-3.0, -4.0]), "rv": torch.zeros(2)}
+    liar = {"w": torch.zeros(2), "rv": torch.tensor([1e6, 0.0])}
+    states = {0: liar, 1: honest, 2: honest, 3: honest}
+    replies = {i: SimpleNamespace(update={"w": -st["w"]}, state=st) for i, st in states.items()}
+    agg = Aggregator("clipped-mean", batch_size=10)
+    view = agg.dispute_reference(replies, dict.fromkeys(states, start), [10] * 4)
+    out = agg.combine(
+        [liar, honest], [start] * 2, [1, 1], [10, 10], [0, 1], epoch=0, reference=view
+    )
+    assert out["rv"].tolist() == pytest.approx([10.0, 0.0])  # cut to 4 x 5, then averaged
+
+
+def test_an_idle_member_does_not_make_two_of_three_a_dispute():
+    agg = Aggregator("krum-mean", batch_size=10)
+    ref = {"w": torch.tensor([1.0, 0.0, 0.0])}
+    three = _states([[0, 0, 0], [1, 0, 0], [-1, 0.5, 0]])
+    out = agg.combine(three, [START] * 3, [1] * 3, [10] * 3, [0, 1, 2], epoch=0, reference=ref)
+    assert out["w"].tolist() == pytest.approx([0.0, 0.25, 0.0])  # the two averaged
+    assert "disputes" not in agg.record() and agg.record()["no_update"][0]["members"] == [0]
+
+
+def test_the_band_reads_each_members_steps_and_lets_a_zero_stay_zero():
+    # the round: a median norm of 1 and 1 per step, whatever the 20 and the 0.004
+    norms = {0: 1.0, 1: 1.0, 2: 1.0, 3: 4.0, 4: 20.0, 5: 0.0, 6: 0.004}
+    view = RoundView(None, norms, {0: 1, 1: 1, 2: 1, 3: 4, 4: 1, 5: 1, 6: 4})
+    deltas = [
+        {"w": torch.tensor([0.0, 4.0])},
+        {"w": torch.tensor([20.0, 0.0])},
+        {"w": torch.zeros(2)},
+        {"w": torch.tensor([0.0, 0.004])},
+    ]
+    out = banded(deltas, [4, 1, 1, 4], 4.0, [3, 4, 5, 6], view)
+    assert out[0] is deltas[0]  # 4 in four steps: an honest length, untouched
+    assert out[1]["w"].tolist() == [4.0, 0.0]  # 20 in one step: cut to 4 x 1
+    assert out[2]["w"].tolist() == [0.0, 0.0]  # no direction to raise
+    assert out[3]["w"].tolist() == pytest.approx([0.0, 1.0])  # raised to the lower reference
+    # a member the view does not hold: the deltas' own norms set the band (of two, the smaller)
+    alone = banded(deltas[:2], [4, 1], 4.0, [3, 9], view)
+    assert alone[1]["w"].tolist() == pytest.approx([16.0, 0.0])
+
+
 def test_the_band_raises_an_update_of_almost_nothing_to_the_rounds_reference():
     # a pair: a silo that sends its update x 1e-3 no longer cuts its partner to 4 x its own
     round_updates = {i: {"w": torch.tensor([3.0, 4.0, 0.0])} for i in range(2, 8)}
@@ -332,7 +391,7 @@ def test_the_band_raises_an_update_of_almost_nothing_to_the_rounds_reference():
         1: {"w": torch.tensor([0.0, 5.0, 0.0])},
     }
     agg = Aggregator("clipped-mean", batch_size=10)
-    view = agg.dispute_reference(round_updates, [10] * 8)
+    view = agg.dispute_reference(*_replies(round_updates), [10] * 8)
     pair = _states([[-3e-3, -4e-3, 0], [0, -5, 0]])  # deltas: minus lr x update, lr 1
     out = agg.combine(pair, [START] * 2, [1, 1], [10, 10], [0, 1], epoch=1, reference=view)
     assert out["w"].tolist() == pytest.approx([-1.5, -4.5, 0.0])  # both at length 5, averaged
@@ -341,7 +400,7 @@ def test_the_band_raises_an_update_of_almost_nothing_to_the_rounds_reference():
     assert float(alone["w"].norm()) < 0.02
     # the band's top is the round's too: a long one is cut to 4 x the round's median
     long_round = round_updates | {1: {"w": torch.tensor([0.0, 100.0, 0.0])}}
-    view = agg.dispute_reference(long_round, [10] * 8)
+    view = agg.dispute_reference(*_replies(long_round), [10] * 8)
     far = _states([[0, -100, 0], [-3, -4, 0], [-3, -4, 0]])
     cut = agg.combine(far, [START] * 3, [1] * 3, [10] * 3, [1, 2, 3], epoch=2, reference=view)
     assert cut["w"].tolist() == pytest.approx([-2.0, -(20 + 8) / 3, 0.0])

@@ -155,6 +155,8 @@ def test_a_robust_runs_records_are_checked_against_its_config_and_sizes(runs):
             "its aggregation few_replies is not what a krum-mean run records",
         ),
         (_set(["aggregation", "disputes"], "none"), "its aggregation disputes"),
+        (_set(["aggregation", "no_update"], [{"epoch": -1, "members": [0]}]), "no_update"),
+        (_set(["aggregation", "same_voice"], [{"epoch": 0}]), "its aggregation same_voice"),
     ]
     for change, words in cases:
         problem = result_problem(_edit(robust, change))

@@ -2,8 +2,8 @@
 
 Under FedAvg (``mean``, the paper's and the default) one long, sign-flipped update moves
 the average wherever it likes. A robust rule works on each member's *delta* (its trained
-model minus its start): it clips the delta to its
-:func:`~hcct_lite.deploy.defences.norms.norm_bound` limit, then combines (:mod:`.combine`).
+model minus its start). It holds the delta in a band of the round's norms
+(:func:`~hcct_lite.deploy.defences.rounds.banded`), then combines (:mod:`.combine`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 from ...schemes.base import weighted_average
 from .combine import COMBINE, capped_weights
 from .norms import l2_norm, local_steps, norm_reference
-from .rounds import RoundView, banded, round_reference, round_view
+from .rounds import RoundView, banded, delta_norm, round_reference, round_view
 from .voices import SAME_VOICE, mean_of, one_voice
 
 __all__ = [
@@ -93,8 +93,8 @@ def _cosine(a: dict, b: dict) -> float:
 class Aggregator:
     """How a group's models become one, from ``kind`` (one of :data:`AGGREGATORS`).
 
-    A robust rule first leaves out members that sent back the model they received (while
-    they are at most half), and holds each delta in a band of the round's norms
+    A robust rule first leaves out members that sent back the model they received, while
+    they are at most half. It holds each delta in a band of the round's norms
     (:func:`banded`): one that sends almost nothing speaks at an honest length. It hears
     members that send one update (:func:`one_voice`) as one: their mean, with one member's
     weight. It also reads the model's own history: of three or more members, those whose
@@ -199,7 +199,8 @@ class Aggregator:
         starts : list of n state dicts, the models they trained from
         weights : (n,) their aggregation weights (D_i, or FedFA's)
         sizes : (n,) their D_i (for the steps)
-        members : n client ids (for the record)
+        members : n client ids (for the record, and whose norms the round's view holds;
+            empty: 0..n-1, banded by their own norms)
         epoch : int, the epoch aggregated: where a group of two or a dispute is recorded
         reference : RoundView, mapping name -> tensor, or None. The round
             (:meth:`dispute_reference`): its norms set each delta's band (:func:`banded`;
@@ -215,7 +216,7 @@ class Aggregator:
         dict
             The group's state dict. The combined delta is added to the common start, or to
             the weighted average of differing starts (FLSC's members, MAXFL's first epoch):
-            where nothing is clipped, ``clipped-mean`` is FedAvg.
+            where nothing is banded, ``clipped-mean`` is FedAvg.
         """
         if self.kind == "mean" or len(states) == 1:
             return weighted_average(states, weights)
@@ -225,14 +226,15 @@ class Aggregator:
         steps = local_steps(sizes, self.batch_size, self.local_epochs)
         voice_w = np.asarray(weights, dtype=np.float64)
         moved = [i for i, d in enumerate(deltas) if any(bool(v.any()) for v in d.values())]
-        if len(deltas) > len(moved) and 2 * len(moved) >= len(deltas):  # it trained nothing
+        idle = len(deltas) > len(moved) and 2 * len(moved) >= len(deltas)
+        if idle:  # it trained nothing
             self.no_update.setdefault(epoch, []).extend(
                 ids[i] for i in range(len(ids)) if i not in moved
             )
             deltas, ids = [deltas[i] for i in moved], [ids[i] for i in moved]
             steps, voice_w = steps[moved], voice_w[moved]
         view = reference if isinstance(reference, RoundView) else None
-        deltas = banded(deltas, steps, self.clip_factor, ids, view)
+        deltas = banded(deltas, steps, self.clip_factor, ids if members else None, view)
         reference = view.centre if view is not None else reference
         deltas, voice_w, ids = self._voices(deltas, voice_w, ids, epoch)
         w = capped_weights(voice_w)
@@ -246,7 +248,7 @@ class Aggregator:
             few = len(deltas) < 3  # no majority (two: the history leaves at least two)
             if few:
                 self.few_replies.setdefault(epoch, []).append(ids)
-                if len(kept) == len(voice_w):  # a group of two, not two the history rule left
+                if len(kept) == len(voice_w) and not idle:  # two voices no rule has judged
                     w = self._settle_dispute(
                         deltas, w, ids, epoch, reference if history is None else history
                     )
@@ -258,16 +260,23 @@ class Aggregator:
             out[k] = base[k] + combined[k].to(base[k].dtype)
         return out
 
-    def dispute_reference(self, updates: dict, sizes) -> RoundView | None:
+    def dispute_reference(self, replies: dict, starts: dict, sizes) -> RoundView | None:
         """The round's reference for :meth:`combine`: a :class:`RoundView`, or None.
 
-        ``updates`` maps each client of the round's accepted replies to its update (name ->
-        tensor); ``sizes`` (N,) every client's D_i, for the steps. None for FedAvg
-        (``mean``), which needs none, and for fewer than three updates (no majority).
+        ``replies`` maps each client of the round's accepted replies to its LocalResult
+        (``update`` and ``state``), ``starts`` each to the model it trained from (None:
+        unknown, left out of the norms), ``sizes`` (N,) every client's D_i. None for
+        FedAvg (``mean``), which needs none, and for fewer than three replies.
         """
         if self.kind == "mean":
             return None
-        return round_view(updates, local_steps(sizes, self.batch_size, self.local_epochs))
+        norms = {
+            i: delta_norm(r.state, starts[i])
+            for i, r in replies.items()
+            if starts.get(i) is not None
+        }
+        steps = local_steps(sizes, self.batch_size, self.local_epochs)
+        return round_view({i: r.update for i, r in replies.items()}, norms, steps)
 
     def _settle_dispute(self, deltas: list, w, members: list, epoch: int, reference):
         """(2,) the weights of two members, or, where they disagree, of the one ``reference`` backs.
@@ -321,10 +330,6 @@ class Aggregator:
         self.history_left_out.setdefault(epoch, []).append([members[i] for i in sorted(against)])
         return [i for i in range(len(deltas)) if i not in against]
 
-    def _clipped(self, deltas: list, steps) -> list:
-        """Each delta in its band (:func:`banded`), from the deltas' own norms."""
-        return banded(deltas, steps, self.clip_factor)
-
     def record(self) -> dict:
         """The JSON record of the run's aggregation.
 
@@ -336,10 +341,10 @@ class Aggregator:
             few = sorted(self.few_replies.items())
             out["few_replies"] = [{"epoch": e, "groups": g} for e, g in few]
             out["few_replies_note"] = (
-                f"groups of two replies: no robust rule can tell which is honest; each update "
-                f"was held between the round's median norm and {self.clip_factor:g} x it (of "
-                f"a round of two, the smaller one's; as it stands, or per local step times "
-                f"its own steps) and the two averaged ({self.kind} needs three or more)"
+                f"groups of two replies: no robust rule can tell which is honest. Each update "
+                f"was held between the round's median norm and {self.clip_factor:g} x it (as "
+                f"it stands, or per local step times its own steps). The two were then "
+                f"averaged ({self.kind} needs three or more)"
             )
         if self.history_left_out:
             left = sorted(self.history_left_out.items())
@@ -361,7 +366,8 @@ class Aggregator:
                 {"epoch": e, "members": m} for e, m in sorted(self.no_update.items())
             ]
             out["no_update_note"] = (
-                "members that sent back the model they received trained nothing: left out"
+                "members that sent back the model they received trained nothing; while they "
+                "were at most half of their group, they were left out"
             )
         if self.disputes:
             out["disputes"] = [{"epoch": e, "pairs": p} for e, p in sorted(self.disputes.items())]

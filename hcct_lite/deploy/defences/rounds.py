@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .norms import norm_bound, per_step_norms, update_norm
+from .norms import l2_norm, norm_bound, per_step_norms
 from .voices import mean_of, one_voice
 
-__all__ = ["RoundView", "round_reference", "round_view", "banded"]
+__all__ = ["RoundView", "round_reference", "round_view", "delta_norm", "banded"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,8 @@ class RoundView:
     Attributes
     ----------
     centre : mapping name -> tensor, or None; :func:`round_reference` of the round's updates
-    norms : dict client -> float, each accepted update's Euclidean norm
+    norms : dict client -> float, the Euclidean norm of each accepted reply's delta (its
+        trained model minus its start, every floating entry: batch-norm buffers too)
     steps : dict client -> int, each one's local SGD steps
     """
 
@@ -53,37 +54,48 @@ def round_reference(updates: list):
     return {k: -torch.stack([u[k] for u in voices]).median(dim=0).values for k in updates[0]}
 
 
-def round_view(updates: dict, steps) -> RoundView | None:
-    """The :class:`RoundView` of ``updates`` (client -> update), or None for fewer than three.
+def delta_norm(state: dict, start: dict) -> float:
+    """The Euclidean norm of ``state - start`` over their floating entries, in float64."""
+    return l2_norm(state[k] - v for k, v in start.items() if v.is_floating_point())
 
-    ``steps`` (N,) every client's local SGD steps (:func:`~.norms.local_steps`).
+
+def round_view(updates: dict, norms: dict, steps) -> RoundView | None:
+    """The :class:`RoundView` of a round, or None for fewer than three replies that moved.
+
+    Replies whose delta is zero (a silo that sent back its start) are left out of it.
+    ``updates`` maps each client of the round's accepted replies to its update (name ->
+    tensor), ``norms`` each of them (or those whose start is known) to its
+    :func:`delta_norm`; ``steps`` (N,) every client's local SGD steps
+    (:func:`~.norms.local_steps`).
     """
-    if len(updates) < 3:
+    idle = {i for i, n in norms.items() if n == 0}  # sent back its start: no evidence
+    norms = {int(i): float(n) for i, n in norms.items() if i not in idle}
+    if len(norms) < 3:
         return None
     return RoundView(
-        round_reference(list(updates.values())),
-        {int(i): update_norm(u) for i, u in updates.items()},
-        {int(i): int(steps[i]) for i in updates},
+        round_reference([u for i, u in updates.items() if i not in idle]),
+        norms,
+        {i: int(steps[i]) for i in norms},
     )
 
 
 def banded(deltas: list, steps, clip_factor: float, ids=None, view=None) -> list:
-    """Each delta scaled into its band: from the reference norm to ``clip_factor`` times it.
+    """Each delta scaled into its band, between a reference norm and ``clip_factor`` times it.
 
-    The references are :func:`~.norms.norm_bound`'s (a median, as it stands and per local
-    step), of the round's updates where ``view`` holds every one of ``ids``, else of the
-    ``deltas`` themselves. A delta is cut to ``clip_factor * max(reference, per-step
-    reference * its steps)`` and raised to ``min(reference, per-step reference * its
-    steps)``: an honest silo's is rarely either, and one that sends almost nothing then
-    speaks with an honest length in its own direction. A zero delta stays zero.
+    The references are :func:`~.norms.norm_bound`'s: a median, as it stands and per local
+    step. They come from the round where ``view`` holds every one of ``ids``, else from
+    the ``deltas`` themselves. A delta's top is ``clip_factor * max(reference, per-step
+    reference * its steps)``. Its floor is ``min(reference, per-step reference * its
+    steps)``. An honest delta is rarely outside. One that sends almost nothing then speaks
+    with an honest length, in its own direction. A zero delta stays zero.
 
     Parameters
     ----------
-    deltas : list of n mappings name -> tensor
+    deltas : list of n mappings name -> tensor, over every floating entry
     steps : (n,) each one's local SGD steps
     clip_factor : float >= 1
-    ids : n client ids, or None
-    view : RoundView, or None
+    ids : n client ids, or None (the deltas' own references)
+    view : RoundView, or None (the deltas' own references)
 
     Returns
     -------
@@ -95,7 +107,6 @@ def banded(deltas: list, steps, clip_factor: float, ids=None, view=None) -> list
     if view is not None and ids is not None and all(i in view.norms for i in ids):
         round_steps = [view.steps[c] for c in view.norms]
         bound = norm_bound(list(view.norms.values()), round_steps, 1.0)
-        norms = np.array([view.norms[i] for i in ids])  # updates: deltas / -lr, one ratio
     per_step = bound.per_step_reference * steps
     tops = clip_factor * np.maximum(bound.reference, per_step)
     floors = np.minimum(bound.reference, per_step)
