@@ -27,7 +27,8 @@ the code and, where an attack says so, every honest reply of the round:
   the same, its model moved towards the poisoned one by 0.9 times the norm rule's
   allowance;
 - ``absent``: silo 0 never answers; ``lazy``: it sends back the model it received (it
-  trains nothing and knows nothing);
+  trains nothing and knows nothing; its trained buffers aside, and the table's model has
+  none);
 - ``flip-3``: its own update x -3 (what a colluder that knows only its own data sends);
 - ``timid``: its own update x 10^-3 (a silo that says almost nothing: Krum favours short
   updates, and a band set by a group's own norms would take the shorter of two);

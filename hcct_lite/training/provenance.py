@@ -40,13 +40,14 @@ __all__ = [
 # the robust aggregators (runs whose aggregator is not FedAvg's: their history rule and the
 # loners they judge came with version 2, one voice for near-identical updates with 3, no
 # dispute between two that the history rule kept with 4; the round's norm band and no
-# idle member with 5; the band's norms over batch-norm buffers too, with 6);
+# idle member with 5; the band's norms over batch-norm buffers too, with 6; a delta too
+# short to raise as idle, and a dispute beside an idle member, with 7);
 # BATCHED_VERSION for every client trained at once (batched_clients: gpu/batched.py and the
 # stacked networks). A scheme's version is its class's ``compute_version``, a task's its
 # entry in ``TASK_VERSIONS`` (hcct_lite/training/tasks.py).
 ENGINE_VERSION = 1
 DEFENCES_VERSION = 1
-AGGREGATORS_VERSION = 6
+AGGREGATORS_VERSION = 7
 BATCHED_VERSION = 2
 
 # The subpackages whose code computes a run. Reports, plots, the command line and the

@@ -354,13 +354,35 @@ def test_the_band_reads_batch_norm_buffers_too():
     assert out["rv"].tolist() == pytest.approx([10.0, 0.0])  # cut to 4 x 5, then averaged
 
 
-def test_an_idle_member_does_not_make_two_of_three_a_dispute():
+def test_an_idle_member_leaves_a_pair_that_a_dispute_settles():
+    # as if it had not answered: its colluder's flip cannot hide in an average beside it
     agg = Aggregator("krum-mean", batch_size=10)
     ref = {"w": torch.tensor([1.0, 0.0, 0.0])}
-    three = _states([[0, 0, 0], [1, 0, 0], [-1, 0.5, 0]])
+    three = _states([[0, 0, 0], [1, 0, 0], [-3, 0.5, 0]])
     out = agg.combine(three, [START] * 3, [1] * 3, [10] * 3, [0, 1, 2], epoch=0, reference=ref)
-    assert out["w"].tolist() == pytest.approx([0.0, 0.25, 0.0])  # the two averaged
-    assert "disputes" not in agg.record() and agg.record()["no_update"][0]["members"] == [0]
+    assert out["w"].tolist() == pytest.approx([1.0, 0.0, 0.0])
+    record = agg.record()
+    assert record["disputes"] == [{"epoch": 0, "pairs": [{"kept": 1, "left_out": 2}]}]
+    assert record["no_update"] == [{"epoch": 0, "members": [0]}]
+
+
+def test_a_delta_too_short_to_raise_says_nothing_and_makes_no_nan():
+    # one entry of 1.4e-45 (a float32 subnormal) beside zeros: raised, 0 x inf would be NaN
+    agg = Aggregator("krum-mean", batch_size=10)
+    tiny = _states([[1.4e-45, 0, 0], [1, 0, 0], [0, 1, 0]])
+    out = agg.combine(tiny, [START] * 3, [1] * 3, [10] * 3, [0, 1, 2], epoch=0)
+    assert out["w"].tolist() == pytest.approx([0.5, 0.5, 0.0])  # the two that spoke
+    assert agg.record()["no_update"] == [{"epoch": 0, "members": [0]}]
+    # most of a group idle: they are heard as zeros, and do not cut the one that moved to 0
+    idle = _states([[0, 0, 0], [0, 0, 0], [3, 4, 0]])
+    mean = Aggregator("clipped-mean", batch_size=10)
+    out = mean.combine(idle, [START] * 3, [1] * 3, [10] * 3, [0, 1, 2], epoch=1)
+    assert out["w"].tolist() == pytest.approx([1.0, 4 / 3, 0.0])
+    # a round view leaves out the replies that said nothing
+    view = agg.dispute_reference(
+        *_replies({i: {"w": d["w"]} for i, d in enumerate(tiny)}), [10] * 3
+    )
+    assert view is None  # two moved: no majority
 
 
 def test_the_band_reads_each_members_steps_and_lets_a_zero_stay_zero():

@@ -2,8 +2,9 @@
 
 :func:`norm_bound` is the rule both defences share. The norm rule
 (:class:`~hcct_lite.deploy.defences.layer.NormRule`) refuses an update longer than its
-limit; the robust aggregators (:class:`~hcct_lite.deploy.defences.robust.Aggregator`) clip
-each delta to it. :func:`local_steps` and the norms it reads live here too.
+limit; the robust aggregators hold each delta in a band of it
+(:func:`~hcct_lite.deploy.defences.rounds.banded`). :func:`local_steps` and the norms it
+reads live here too.
 """
 
 from __future__ import annotations
@@ -71,9 +72,10 @@ def norm_bound(norms, steps, factor: float) -> NormBound:
 
     The one rule both defences use: :class:`~hcct_lite.training.replies.ReplyScreen`
     refuses a reply to be averaged whose update is longer than its limit (``factor`` is the
-    run's ``norm_limit``), and :class:`~hcct_lite.deploy.defences.robust.Aggregator` clips each
-    delta to its limit (``clip_factor``). One silo's long update moves an average wherever
-    it likes; the round's updates themselves say how long an honest one is.
+    run's ``norm_limit``), and :func:`~hcct_lite.deploy.defences.rounds.banded` holds each
+    delta between its references and ``clip_factor`` times them. One silo's long update
+    moves an average wherever it likes; the round's updates themselves say how long an
+    honest one is.
 
     The references are :func:`norm_reference`'s (the median, so an honest majority's; of
     two the shorter) of the ``norms`` as they stand and of the norms per local SGD step;

@@ -93,9 +93,9 @@ def _cosine(a: dict, b: dict) -> float:
 class Aggregator:
     """How a group's models become one, from ``kind`` (one of :data:`AGGREGATORS`).
 
-    A robust rule first leaves out members that sent back the model they received, while
-    they are at most half. It holds each delta in a band of the round's norms
-    (:func:`banded`): one that sends almost nothing speaks at an honest length. It hears
+    A robust rule first holds each delta in a band of the round's norms (:func:`banded`):
+    one that sends almost nothing speaks at an honest length. It leaves out members that
+    said nothing (sent back the model they received), while they are at most half. It hears
     members that send one update (:func:`one_voice`) as one: their mean, with one member's
     weight. It also reads the model's own history: of three or more members, those whose
     delta points against the model's last movement (cosine < 0) are left out while they
@@ -205,7 +205,8 @@ class Aggregator:
         reference : RoundView, mapping name -> tensor, or None. The round
             (:meth:`dispute_reference`): its norms set each delta's band (:func:`banded`;
             without them, the members' own), and a group of two that points apart keeps
-            the member its centre backs; None (fewer than three replies) keeps both.
+            the member its centre backs. None, or a view without a centre (fewer than
+            three voices), keeps both.
         history : mapping name -> tensor, or None. How the model the members trained from
             moved last epoch (:meth:`combine_named` keeps it):
             members pointing against it are left out while they are at most half, and it
@@ -225,17 +226,16 @@ class Aggregator:
         ids = [int(i) for i in members] or list(range(len(states)))
         steps = local_steps(sizes, self.batch_size, self.local_epochs)
         voice_w = np.asarray(weights, dtype=np.float64)
+        view = reference if isinstance(reference, RoundView) else None
+        deltas = banded(deltas, steps, self.clip_factor, ids if len(members) else None, view)
+        reference = view.centre if view is not None else reference
         moved = [i for i, d in enumerate(deltas) if any(bool(v.any()) for v in d.values())]
-        idle = len(deltas) > len(moved) and 2 * len(moved) >= len(deltas)
-        if idle:  # it trained nothing
+        if len(deltas) > len(moved) and 2 * len(moved) >= len(deltas):  # idle: as if absent
             self.no_update.setdefault(epoch, []).extend(
                 ids[i] for i in range(len(ids)) if i not in moved
             )
             deltas, ids = [deltas[i] for i in moved], [ids[i] for i in moved]
-            steps, voice_w = steps[moved], voice_w[moved]
-        view = reference if isinstance(reference, RoundView) else None
-        deltas = banded(deltas, steps, self.clip_factor, ids if members else None, view)
-        reference = view.centre if view is not None else reference
+            voice_w = voice_w[moved]
         deltas, voice_w, ids = self._voices(deltas, voice_w, ids, epoch)
         w = capped_weights(voice_w)
         kept = self._with_history(deltas, history, ids, epoch)
@@ -248,7 +248,7 @@ class Aggregator:
             few = len(deltas) < 3  # no majority (two: the history leaves at least two)
             if few:
                 self.few_replies.setdefault(epoch, []).append(ids)
-                if len(kept) == len(voice_w) and not idle:  # two voices no rule has judged
+                if len(kept) == len(voice_w):  # two voices, not two the history rule left
                     w = self._settle_dispute(
                         deltas, w, ids, epoch, reference if history is None else history
                     )
@@ -266,7 +266,8 @@ class Aggregator:
         ``replies`` maps each client of the round's accepted replies to its LocalResult
         (``update`` and ``state``), ``starts`` each to the model it trained from (None:
         unknown, left out of the norms), ``sizes`` (N,) every client's D_i. None for
-        FedAvg (``mean``), which needs none, and for fewer than three replies.
+        FedAvg (``mean``), which needs none, and for fewer than three replies that moved
+        from a known start.
         """
         if self.kind == "mean":
             return None
@@ -283,9 +284,10 @@ class Aggregator:
 
         Two updates that point apart (cosine < 0) cannot both be honest progress on a
         shared model, and averaging them lets either one cancel the other. The member whose
-        delta agrees better with ``reference`` (the model's last movement, or else the
-        coordinate-wise median of every accepted update of the round, an honest majority's)
-        keeps weight 1, the other 0, and the pair is recorded in ``disputes`` at ``epoch``.
+        delta agrees better with ``reference`` keeps weight 1, the other 0, and the pair is
+        recorded in ``disputes`` at ``epoch``. The reference is the model's last movement,
+        or else the coordinate-wise median of the round's updates that moved (an honest
+        majority's).
         Without a reference, both keep their weights.
         """
         if reference is None or _cosine(deltas[0], deltas[1]) >= 0:
@@ -343,8 +345,9 @@ class Aggregator:
             out["few_replies_note"] = (
                 f"groups of two replies: no robust rule can tell which is honest. Each update "
                 f"was held between the round's median norm and {self.clip_factor:g} x it (as "
-                f"it stands, or per local step times its own steps). The two were then "
-                f"averaged ({self.kind} needs three or more)"
+                f"it stands, or per local step times its own steps; where the round could "
+                f"not say, the smaller one's). The two were then averaged, or a dispute "
+                f"settled ({self.kind} needs three or more)"
             )
         if self.history_left_out:
             left = sorted(self.history_left_out.items())
