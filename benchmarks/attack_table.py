@@ -116,12 +116,8 @@ def _row(attack: str) -> tuple:
         if attack.endswith("clean"):
             return "clean", (), (), {"n_clients": int(attack[0])}
         return attack.split("silos-")[-1], (0,), (0,), {"n_clients": int(attack[0])}
-    if attack in (
-        "absent-3",
-        "lazy-3",
-        "timid-3",
-        "noise-3",
-    ):  # absent: what 3 colluders cost when left out
+    # absent-3: what three colluders cost when left out
+    if attack in ("absent-3", "lazy-3", "timid-3", "noise-3"):
         return attack[:-2], (0, 1, 2), (0, 1, 2), {}
     if attack.startswith("collude-") and attack.endswith("-own"):
         k = int(attack[len("collude-")])

@@ -63,6 +63,13 @@ SCALE = {"boost": 1e6, "flip": -1.0, "x-28125": -28125.0, "flip-3": -3.0, "timid
 VICTIM = 1
 
 
+def _noise(like: torch.Tensor, epoch: int, i: int, length: float) -> torch.Tensor:
+    """A random direction of ``length``, seeded by epoch and silo: the same run, the same noise."""
+    gen = torch.Generator().manual_seed(1000 * epoch + i)
+    noise = torch.randn(like.shape, generator=gen, dtype=like.dtype)
+    return noise * (length / max(float(noise.norm()), 1e-30))
+
+
 def _flat(update, names) -> torch.Tensor:
     return torch.cat([update[k].reshape(-1).float() for k in names])
 
@@ -135,20 +142,15 @@ class AttackBackend:
             return own * SCALE[kind]
         if kind == "lazy":
             return torch.zeros_like(own)
-        if kind == "noise":  # seeded by epoch and silo: the same run, the same noise
-            gen = torch.Generator().manual_seed(1000 * epoch + i)
-            noise = torch.randn(own.shape, generator=gen, dtype=own.dtype)
-            return noise * (1e-3 * float(own.norm()) / max(float(noise.norm()), 1e-30))
+        if kind == "noise":
+            return _noise(own, epoch, i, 1e-3 * float(own.norm()))
         if kind == "fang":
             return self._fang(i, out)
         if kind.startswith("sybil"):
             first = min(j for j in self.attackers if j in out)
             g = -3.0 * _flat(out[first].update, self.names)
-            if kind in SYBIL_NOISE:  # seeded by epoch and silo: the same run, the same noise
-                gen = torch.Generator().manual_seed(1000 * epoch + i)
-                noise = torch.randn(g.shape, generator=gen, dtype=g.dtype)
-                scale = SYBIL_NOISE[kind] * float(g.norm())
-                g = g + noise * (scale / max(float(noise.norm()), 1e-30))
+            if kind in SYBIL_NOISE:
+                g = g + _noise(g, epoch, i, SYBIL_NOISE[kind] * float(g.norm()))
             return g
         if kind in ("ipm", "alie") and honest:
             h = torch.stack(honest)

@@ -154,8 +154,8 @@ def reuse_decision(path: str, cfg) -> tuple:
     (:func:`result_problem`, named); a setting that changes the computation (all but
     :data:`NOT_COMPARED`) whose stored value differs from ``cfg``'s, or that the file does
     not state (never filled in from today's defaults: older code did not run as today's
-    defaults say); or a compute
-    version (:func:`~hcct_lite.training.provenance.compute_version`) other than ``cfg``'s,
+    defaults say); or a compute version
+    (:func:`~hcct_lite.training.provenance.compute_version`) other than ``cfg``'s,
     the reason then starting with :data:`OTHER_CODE`. The reason of a reusable file names
     the compute version it shares. A run under the norm rule that refused no reply stands
     for the same run without the rule (the rule only removes replies), never the reverse.

@@ -25,7 +25,6 @@ __all__ = [
     "vouched_counts",
     "capped_weights",
     "round_reference",
-    "RoundView",
     "one_voice",
     "SAME_VOICE",
 ]
